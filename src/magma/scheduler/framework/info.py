@@ -1,0 +1,175 @@
+"""The scheduler's view of tasks, jobs, queues and nodes during one session.
+
+These are plain mutable records built from API objects at session open (see snapshot.py). Resource
+amounts per node live in the session's NodeTable arrays, not here, so that filtering and scoring run
+over all nodes at once.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from magma.api.resources import Resources
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from magma.api.objects import Pod, PodGroup, Queue, Taint
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+S = TaskStatus
+# Statuses whose resources count as the job's allocation (Volcano's AllocatedStatus).
+ALLOCATED = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING})
+# Statuses that count towards a gang being ready.
+READY = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING, S.SUCCEEDED})
+# Statuses that occupy a node.
+ON_NODE = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING, S.BOUND, S.RUNNING, S.RELEASING})
+
+
+@dataclass(eq=False)
+class TaskInfo:
+    uid: str
+    name: str
+    namespace: str
+    job: str  # JobInfo.uid
+    role: str  # task name within the job ("worker"), "" for a bare pod
+    index: int  # the pod name's numeric suffix, for ordering
+    resreq: Resources
+    status: TaskStatus = S.PENDING
+    node: str | None = None
+    priority: int = 1
+    preemptable: bool = True
+    critical: bool = False  # system-critical or kube-system: never a victim (conformance)
+    never_preempts: bool = False  # preemptionPolicy: Never
+    creation: float = 0.0
+    nominated_node: str | None = None
+    pod: "Pod | None" = field(default=None, repr=False)
+    vec: "np.ndarray | None" = field(default=None, repr=False)  # request as a NodeTable row
+    shape: tuple = ()  # what predicates look at; identical shapes are interchangeable
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        return self.resreq.is_empty()
+
+
+@dataclass(eq=False)
+class JobInfo:
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int = 0
+    min_available: int = 1
+    task_min_available: dict[str, int] = field(default_factory=dict)
+    min_resources: Resources = field(default_factory=Resources)
+    creation: float = 0.0
+    phase: str = "Pending"  # PodGroup phase at session open
+    podgroup: "PodGroup | None" = field(default=None, repr=False)
+    owner_job: str | None = None  # "ns/name" of the Volcano Job that owns the PodGroup
+    preemptable: bool = True
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    # Written during the session, read by reasons and at close.
+    fit_errors: dict[str, str] = field(default_factory=dict)  # task uid -> why it did not fit
+    reason: str | None = None  # the job-level reason in numbers
+    reason_code: str | None = None  # NotEnoughResources, NotEnoughTasks, ...
+    enqueued_this_session: bool = False
+    conditions: list | None = None  # PodGroup conditions set this session (written at close)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        want = set(statuses)
+        return [t for t in self.tasks.values() if t.status in want]
+
+    def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in statuses)
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status is S.PENDING]
+
+    def allocated(self) -> Resources:
+        total = Resources()
+        for t in self.tasks.values():
+            if t.status in ALLOCATED:
+                total = total + t.resreq
+        return total
+
+    def request(self) -> Resources:
+        """Allocated plus pending: what the job would hold when fully placed."""
+        total = Resources()
+        for t in self.tasks.values():
+            if t.status in ALLOCATED or t.status in (S.PENDING, S.PIPELINED):
+                total = total + t.resreq
+        return total
+
+    def ready_count(self) -> int:
+        return self.count(READY)
+
+    def valid_count(self) -> int:
+        """Tasks that could make the gang: placed, succeeded, pipelined or still pending."""
+        return self.count(READY | {S.PIPELINED, S.PENDING})
+
+    def is_pending(self) -> bool:
+        return self.phase == "Pending"
+
+    def is_ready(self) -> bool:
+        return self.ready_count() >= self.min_available
+
+
+@dataclass(eq=False)
+class QueueInfo:
+    name: str
+    weight: int = 1
+    capability: Resources = field(default_factory=Resources)  # empty = unlimited
+    guarantee: Resources = field(default_factory=Resources)
+    deserved_spec: Resources = field(default_factory=Resources)  # spec.deserved (capacity plugin)
+    reclaimable: bool = True
+    parent: str | None = None
+    children: list[str] = field(default_factory=list)
+    priority: int = 0
+    state: str = "Open"
+    creation: float = 0.0
+    uid: str = ""
+    queue: "Queue | None" = field(default=None, repr=False)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def capability_has(self, name: str) -> bool:
+        return name in self.capability
+
+
+@dataclass(eq=False)
+class NodeInfo:
+    name: str
+    index: int  # row in the NodeTable
+    labels: dict[str, str]
+    taints: "list[Taint]"
+    unschedulable: bool
+    allocatable: Resources
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)

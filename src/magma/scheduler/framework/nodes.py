@@ -1,0 +1,105 @@
+"""Node resources as integer arrays: one row per node, one column per resource.
+
+Volcano keeps Idle, Used, Releasing and Pipelined per node; so does this table, as numpy arrays, so that
+"which nodes can hold this request" is one vectorised comparison instead of a loop over nodes. The `pods`
+column counts tasks against the node's pod limit (kubelet's default 110 when a node does not say).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from magma.api.resources import PODS, Resources, scale
+
+from .info import TaskInfo, TaskStatus
+
+DEFAULT_MAX_PODS = 110
+
+
+class NodeTable:
+    def __init__(self, names: Sequence[str], allocatable: Sequence[Resources], extra_dims: Iterable[str] = ()):
+        dims = {PODS}
+        for r in allocatable:
+            dims.update(r)
+        dims.update(extra_dims)
+        # cpu and memory first, then the rest sorted: stable column order for reproducible output.
+        head = [d for d in ("cpu", "memory") if d in dims]
+        self.dims: list[str] = head + sorted(dims - set(head))
+        self.col = {d: i for i, d in enumerate(self.dims)}
+        self.names = list(names)
+        self.row = {n: i for i, n in enumerate(self.names)}
+        n, r = len(self.names), len(self.dims)
+        self.alloc = np.zeros((n, r), dtype=np.int64)
+        for i, res in enumerate(allocatable):
+            for name, v in res.items():
+                self.alloc[i, self.col[name]] = v
+            if PODS not in res:
+                self.alloc[i, self.col[PODS]] = DEFAULT_MAX_PODS * scale(PODS)
+        self.used = np.zeros((n, r), dtype=np.int64)
+        self.releasing = np.zeros((n, r), dtype=np.int64)
+        self.pipelined = np.zeros((n, r), dtype=np.int64)
+        self.idle = self.alloc.copy()
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def vec(self, res: Resources, pods: int = 1) -> np.ndarray:
+        """A request as a row; every task also takes one pod slot. Unknown names widen the table."""
+        for name in res:
+            if name not in self.col:
+                self._add_dim(name)
+        v = np.zeros(len(self.dims), dtype=np.int64)
+        for name, amount in res.items():
+            v[self.col[name]] = amount
+        v[self.col[PODS]] += pods * scale(PODS)
+        return v
+
+    def _add_dim(self, name: str) -> None:
+        self.col[name] = len(self.dims)
+        self.dims.append(name)
+        pad = np.zeros((len(self.names), 1), dtype=np.int64)
+        for attr in ("alloc", "used", "releasing", "pipelined", "idle"):
+            setattr(self, attr, np.hstack([getattr(self, attr), pad]))
+
+    def resources(self, row: np.ndarray) -> Resources:
+        """A row back into a Resources vector (pods column dropped)."""
+        return Resources({d: int(row[i]) for i, d in enumerate(self.dims) if d != PODS and row[i]})
+
+    # Volcano's NodeInfo.AddTask / RemoveTask, for one node row.
+    def add_task(self, i: int, task: TaskInfo) -> None:
+        v = task.vec
+        if task.status is TaskStatus.RELEASING:
+            self.releasing[i] += v
+            self.idle[i] -= v
+            self.used[i] += v
+        elif task.status is TaskStatus.PIPELINED:
+            self.pipelined[i] += v
+        else:
+            self.idle[i] -= v
+            self.used[i] += v
+
+    def remove_task(self, i: int, task: TaskInfo) -> None:
+        v = task.vec
+        if task.status is TaskStatus.RELEASING:
+            self.releasing[i] -= v
+            self.idle[i] += v
+            self.used[i] -= v
+        elif task.status is TaskStatus.PIPELINED:
+            self.pipelined[i] -= v
+        else:
+            self.idle[i] += v
+            self.used[i] -= v
+
+    def future_idle(self) -> np.ndarray:
+        """Idle + Releasing - Pipelined: what a node will have once its terminating pods are gone."""
+        return self.idle + self.releasing - self.pipelined
+
+    def fits(self, vec: np.ndarray, avail: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask: does `vec` fit in `avail` (rows of it, or all)."""
+        a = avail if rows is None else avail[rows]
+        return (a >= vec).all(axis=1)
+
+    def total(self) -> Resources:
+        return self.resources(self.alloc.sum(axis=0)) if len(self.names) else Resources()

@@ -1,0 +1,248 @@
+"""From cluster objects to the session's records (Volcano's cache snapshot).
+
+Rules, as Volcano's cache applies them:
+- only Ready nodes take part (pods on other nodes are ignored);
+- a job is a PodGroup whose queue exists; its tasks are the pods that name it in their group annotation
+  and live in the same namespace (seed pitfall 2: a cross-namespace reference is ignored);
+- a pod with magma's scheduler name and no group gets a group of its own (minMember 1), as Volcano's
+  PodGroup controller makes one for it; pods of other schedulers only use node capacity (seed pitfall 1);
+- job priority comes from the PodGroup's PriorityClass (else the global default, else 0); a pod's from
+  spec.priority, else its PriorityClass, else 1 (as the API server's Priority admission would set it),
+  overridden by the annotation `volcano.sh/task-priority`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from magma.api.objects import (
+    PREEMPTABLE_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    TASK_PRIORITY_ANNOTATION,
+    TASK_SPEC_ANNOTATION,
+    Pod,
+    PodGroup,
+)
+from magma.api.resources import PODS, Resources
+from magma.cluster.interface import ClusterState
+
+from .info import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from .nodes import NodeTable
+
+DEFAULT_SCHEDULER_NAMES = ("volcano", "magma")
+CRITICAL_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+_INDEX = re.compile(r"-(\d+)$")
+
+
+@dataclass
+class Snapshot:
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    table: NodeTable = field(default_factory=lambda: NodeTable([], []))
+    total: Resources = field(default_factory=Resources)
+    now: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # why objects were left out, for reasons
+
+
+def _time(ts: object, default: float = 0.0) -> float:
+    if isinstance(ts, (int, float)):
+        return float(ts)
+    if hasattr(ts, "timestamp"):
+        return ts.timestamp()
+    if isinstance(ts, str):
+        from datetime import datetime
+
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return default
+    return default
+
+
+def task_status(pod: Pod) -> TaskStatus:
+    phase = pod.status.phase or "Pending"
+    deleting = pod.metadata.deletion_timestamp is not None
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
+
+
+def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES) -> Snapshot:
+    names = set(scheduler_names)
+    snap = Snapshot(now=state.now)
+    pcs = {n: pc.value for n, pc in state.priority_classes.items()}
+    pcs.update({k: v for k, v in CRITICAL_CLASSES.items() if k not in pcs})
+    global_default = next((pc.value for pc in state.priority_classes.values() if pc.global_default), 0)
+    never = {n for n, pc in state.priority_classes.items() if pc.preemption_policy == "Never"}
+
+    # Queues and their tree.
+    for q in state.queues.values():
+        snap.queues[q.name] = QueueInfo(
+            name=q.name,
+            weight=q.spec.weight if q.spec.weight and q.spec.weight > 0 else 1,
+            capability=q.capability(),
+            guarantee=q.guarantee(),
+            deserved_spec=q.deserved(),
+            reclaimable=q.reclaimable,
+            parent=q.parent_name,
+            priority=q.spec.priority or 0,
+            state=q.state,
+            creation=_time(q.metadata.creation_timestamp),
+            uid=q.metadata.uid or q.name,
+            queue=q,
+        )
+    for q in snap.queues.values():
+        if q.parent in snap.queues:
+            snap.queues[q.parent].children.append(q.name)
+
+    # Ready nodes.
+    ready = [n for n in state.nodes.values() if n.ready()]
+    allocs = [n.allocatable() for n in ready]
+    pods = list(state.pods.values())
+    extra = set()
+    requests: dict[str, Resources] = {}
+    for p in pods:
+        requests[p.key] = p.spec.request()
+        extra.update(requests[p.key])
+    extra.discard(PODS)
+    snap.table = table = NodeTable([n.name for n in ready], allocs, extra)
+    for n, alloc in zip(ready, allocs):
+        snap.nodes[n.name] = NodeInfo(
+            name=n.name, index=table.row[n.name], labels=dict(n.labels), taints=list(n.spec.taints),
+            unschedulable=n.spec.unschedulable, allocatable=alloc,
+        )
+    snap.total = Resources({k: v for k, v in table.total().items() if k != PODS})
+
+    # Jobs from PodGroups whose queue exists.
+    for pg in state.podgroups.values():
+        queue = pg.spec.queue or "default"
+        if queue not in snap.queues:
+            snap.skipped.append(f"PodGroup {pg.key}: queue {queue!r} does not exist")
+            continue
+        snap.jobs[pg.key] = _job_from_podgroup(pg, queue, pcs, global_default)
+
+    for p in pods:
+        status = task_status(p)
+        group = p.group_name
+        owned = p.spec.scheduler_name in names
+        job_key = f"{p.namespace}/{group}" if group else None
+        job = snap.jobs.get(job_key) if job_key else None
+        if job is None and owned and not group:
+            job = _job_for_bare_pod(p, pcs, global_default, snap)
+        task = None
+        if job is not None:
+            task = _task(p, job, status, requests[p.key], pcs, never)
+            job.tasks[task.uid] = task
+        # Every pod on a Ready node uses its capacity, whoever scheduled it.
+        node = snap.nodes.get(p.spec.node_name or "")
+        if node is not None and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            t = task or _task(p, None, status, requests[p.key], pcs, never)
+            t.node = node.name
+            t.vec = table.vec(t.resreq)
+            node.tasks[t.uid] = t
+            table.add_task(node.index, t)
+    for job in snap.jobs.values():
+        for t in job.tasks.values():
+            if t.vec is None:
+                t.vec = table.vec(t.resreq)
+    return snap
+
+
+def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: int) -> JobInfo:
+    owner = next((o for o in pg.metadata.owner_references if o.kind == "Job"), None)
+    return JobInfo(
+        uid=pg.metadata.uid or pg.key,
+        name=pg.name,
+        namespace=pg.namespace,
+        queue=queue,
+        priority=pcs.get(pg.spec.priority_class_name or "", default),
+        min_available=pg.spec.min_member,
+        task_min_available=dict(pg.spec.min_task_member),
+        min_resources=pg.min_resources(),
+        creation=_time(pg.metadata.creation_timestamp),
+        phase=pg.status.phase or "Pending",
+        podgroup=pg,
+        owner_job=f"{pg.namespace}/{owner.name}" if owner else None,
+        preemptable=_flag(pg.annotations.get(PREEMPTABLE_ANNOTATION), True),
+    )
+
+
+def _job_for_bare_pod(p: Pod, pcs: dict[str, int], default: int, snap: Snapshot) -> JobInfo | None:
+    queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or "default"
+    if queue not in snap.queues:
+        snap.skipped.append(f"Pod {p.key}: queue {queue!r} does not exist")
+        return None
+    key = f"{p.namespace}/podgroup-{p.metadata.uid or p.name}"
+    job = JobInfo(
+        uid=key, name=f"podgroup-{p.metadata.uid or p.name}", namespace=p.namespace, queue=queue,
+        priority=pcs.get(p.spec.priority_class_name or "", default), min_available=1,
+        creation=_time(p.metadata.creation_timestamp),
+        phase="Running" if p.spec.node_name else "Inqueue",
+    )
+    snap.jobs[key] = job
+    return job
+
+
+def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: dict[str, int],
+          never: set[str]) -> TaskInfo:
+    a = p.annotations
+    if p.spec.priority is not None:
+        priority = p.spec.priority
+    else:
+        priority = pcs.get(p.spec.priority_class_name or "", 1)
+    if TASK_PRIORITY_ANNOTATION in a:
+        try:
+            priority = int(a[TASK_PRIORITY_ANNOTATION])
+        except ValueError:
+            pass
+    m = _INDEX.search(p.name)
+    pcn = p.spec.priority_class_name or ""
+    preemptable = a.get(PREEMPTABLE_ANNOTATION, p.labels.get(PREEMPTABLE_ANNOTATION))
+    return TaskInfo(
+        uid=p.metadata.uid or p.key,
+        name=p.name,
+        namespace=p.namespace,
+        job=job.uid if job else "",
+        role=a.get(TASK_SPEC_ANNOTATION, ""),
+        index=int(m.group(1)) if m else 0,
+        resreq=Resources({k: v for k, v in req.items() if k != PODS}),
+        status=status,
+        node=p.spec.node_name if status is not TaskStatus.PENDING else None,
+        priority=priority,
+        preemptable=_flag(preemptable, job.preemptable if job else True),
+        critical=pcn in CRITICAL_CLASSES or p.namespace == "kube-system",
+        never_preempts=p.spec.preemption_policy == "Never" or pcn in never,
+        creation=_time(p.metadata.creation_timestamp),
+        pod=p,
+        shape=_shape(p),
+    )
+
+
+def _shape(p: Pod) -> tuple:
+    """What predicates read from a pod, as a hashable key: equal shapes filter the same nodes."""
+    s = p.spec
+    return (
+        tuple(sorted(s.node_selector.items())),
+        s.affinity.model_dump_json() if s.affinity else "",
+        tuple(t.model_dump_json() for t in s.tolerations),
+        tuple(c.model_dump_json() for c in s.topology_spread_constraints),
+        tuple(sorted(p.labels.items())),
+        p.namespace,
+    )
