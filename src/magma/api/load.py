@@ -83,9 +83,10 @@ def load_paths(paths: Iterable[str | Path]) -> LoadResult:
 def load_text(text: str, file: str = "<text>") -> LoadResult:
     """Load every document of one YAML text."""
     result = LoadResult()
-    loader = yaml.SafeLoader(text)
     index = 0
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)
         while loader.check_node():
             node = loader.get_node()
             index += 1
@@ -104,7 +105,8 @@ def load_text(text: str, file: str = "<text>") -> LoadResult:
         problem = getattr(e, "problem", None) or str(e)
         result.unreadable.append(f"{where}: not valid YAML (document {index or 1}): {problem}")
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return result
 
 
