@@ -547,6 +547,26 @@ class ConfigMap(Object):
     data: dict[str, str] = Field(default_factory=dict)
 
 
+class Service(Object):
+    """A Service as the svc job plugin makes it (headless: clusterIP None). Spec kept as written."""
+
+    KIND: ClassVar[str] = "Service"
+    spec: dict[str, Any] = Field(default_factory=dict)
+
+
+class Secret(Object):
+    KIND: ClassVar[str] = "Secret"
+    type: str | None = None
+    data: dict[str, str] = Field(default_factory=dict)
+    string_data: dict[str, str] = Field(default_factory=dict)
+
+
+class NetworkPolicy(Object):
+    API_VERSION: ClassVar[str] = "networking.k8s.io/v1"
+    KIND: ClassVar[str] = "NetworkPolicy"
+    spec: dict[str, Any] = Field(default_factory=dict)
+
+
 # ---------------------------------------------------------------- simulation
 
 
@@ -597,7 +617,8 @@ class NodePool(Object):
 
 KINDS: dict[tuple[str, str], type[Object]] = {
     (cls.API_VERSION.split("/")[0] if "/" in cls.API_VERSION else "", cls.KIND): cls
-    for cls in (Pod, Node, PriorityClass, Queue, PodGroup, Job, Command, ConfigMap, NodePool)
+    for cls in (Pod, Node, PriorityClass, Queue, PodGroup, Job, Command, ConfigMap, NodePool, Service, Secret,
+                NetworkPolicy)
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from magma.api.objects import Node, Pod, PodGroup, PodGroupStatus, PriorityClass, Queue
+from magma.api.objects import Command, Job, Node, Object, Pod, PodGroup, PodGroupStatus, PriorityClass, Queue
 
 
 class ClusterError(RuntimeError):
@@ -40,11 +40,24 @@ class ClusterState:
     podgroups: dict[str, PodGroup] = field(default_factory=dict)
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    commands: dict[str, Command] = field(default_factory=dict)
+    # Anything else the controller makes (Service, ConfigMap, Secret, ...): kind -> key -> object.
+    others: dict[str, dict[str, Object]] = field(default_factory=dict)
     now: float = 0.0
 
 
 class Cluster(Protocol):
     def state(self) -> ClusterState: ...
+
+    # Generic object writes, as the controller needs them (create fails if the key exists).
+    def create(self, obj: Object) -> None: ...
+
+    def update(self, obj: Object) -> None: ...
+
+    def delete(self, kind: str, key: str) -> None: ...
+
+    def get(self, kind: str, key: str) -> Object | None: ...
 
     def bind(self, pod_key: str, node_name: str) -> None:
         """Bind a pending pod; raises ClusterError if it is gone or already bound."""

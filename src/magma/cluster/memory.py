@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from magma.api.objects import Node, Object, Pod, PodGroup, PodGroupStatus, PriorityClass, Queue
+from magma.api.objects import Command, Job, Node, Object, Pod, PodGroup, PodGroupStatus, PriorityClass, Queue
 
 from .interface import ClusterError, ClusterState, Event
 
@@ -34,20 +34,42 @@ class MemoryCluster:
         return self._state
 
     # ---------------------------------------------------------------- object store
+    _TYPED = {Node: "nodes", Pod: "pods", PodGroup: "podgroups", Queue: "queues", PriorityClass: "priority_classes",
+              Job: "jobs", Command: "commands"}
+
+    def _bucket(self, kind: str) -> dict[str, Object]:
+        for cls, attr in self._TYPED.items():
+            if cls.KIND == kind:
+                return getattr(self._state, attr)
+        return self._state.others.setdefault(kind, {})
+
     def add(self, obj: Object) -> None:
-        s = self._state
-        if isinstance(obj, Node):
-            s.nodes[obj.name] = obj
-        elif isinstance(obj, Pod):
-            s.pods[obj.key] = obj
-        elif isinstance(obj, PodGroup):
-            s.podgroups[obj.key] = obj
-        elif isinstance(obj, Queue):
-            s.queues[obj.name] = obj
-        elif isinstance(obj, PriorityClass):
-            s.priority_classes[obj.name] = obj
+        """Store an object as it is (replacing one with the same key)."""
+        kind = obj.KIND or obj.kind
+        self._bucket(kind)[obj.key] = obj
+
+    def create(self, obj: Object) -> None:
+        kind = obj.KIND or obj.kind
+        bucket = self._bucket(kind)
+        if obj.key in bucket:
+            raise ClusterError(f"{kind} {obj.key} already exists")
+        bucket[obj.key] = obj
+
+    def update(self, obj: Object) -> None:
+        kind = obj.KIND or obj.kind
+        bucket = self._bucket(kind)
+        if obj.key not in bucket:
+            raise ClusterError(f"{kind} {obj.key} not found")
+        bucket[obj.key] = obj
+
+    def delete(self, kind: str, key: str) -> None:
+        if kind == "Pod":
+            self.delete_pod(key)
         else:
-            raise TypeError(f"MemoryCluster does not store {obj.KIND}")
+            self._bucket(kind).pop(key, None)
+
+    def get(self, kind: str, key: str) -> Object | None:
+        return self._bucket(kind).get(key)
 
     def delete_pod(self, key: str) -> None:
         self._state.pods.pop(key, None)
