@@ -27,11 +27,14 @@ Where magma differs from Volcano (deliberately, each stated in the problem's mes
   skipped: it only evicts victims chosen by the rescheduling plugin, which magma does not implement, so it would
   do nothing. `gangpreempt` and `gangreclaim` are errors: skipping them would silently remove preemption or
   reclaim from the schedule. `SchedulerConfig.actions` keeps the names as written; `runnable_actions` is what
-  magma runs.
+  magma runs; likewise `Tier.runnable_plugins`.
 - Arguments: numbers may be quoted (`binpack.weight: "10"`) and booleans may be the strings Go's
   strconv.ParseBool takes ("true", "False", "1", ...). Volcano's GetBool reads such strings too, but its
-  GetInt/GetFloat64 ignore a quoted number and keep the default; magma uses the value and warns about the
-  difference. Out-of-range values (negative weights, overcommit-factor < 1) are errors where Volcano resets them.
+  GetInt/GetFloat64 ignore a quoted number (and GetInt a fractional one) and keep the default; magma uses the
+  value and warns about the difference. Out-of-range values (negative weights, overcommit-factor < 1) are
+  errors, where Volcano silently resets some of them to defaults.
+- `PluginOption.argument(key)` / `SchedulerConfig.action_argument(action, key)` give typed values with Volcano's
+  defaults (PLUGIN_ARGUMENTS, ACTION_ARGUMENTS); `.arguments` keeps what was written.
 - Durations (`sla-waiting-time`, `fairshare.half-life`) take Go's syntax plus magma's `2d` and bare seconds
   (see magma.api.duration); a form Go cannot parse gets a warning that Volcano would ignore it.
 - drf with `enableHierarchy: true` in the same tier as proportion is an error in Volcano. magma accepts it with
@@ -278,11 +281,11 @@ class ArgSpec:
     def _check_range(self, value: float) -> None:
         if self.minimum is not None:
             if self.exclusive and value <= self.minimum:
-                raise ValueError(f"must be greater than {self.minimum:g}, got {value:g}")
+                raise ValueError(f"must be greater than {self.minimum:g}, got {_describe(value)}")
             if value < self.minimum:
-                raise ValueError(f"must be at least {self.minimum:g}, got {value:g}")
+                raise ValueError(f"must be at least {self.minimum:g}, got {_describe(value)}")
         if self.maximum is not None and value > self.maximum:
-            raise ValueError(f"must be at most {self.maximum:g}, got {value:g}")
+            raise ValueError(f"must be at most {self.maximum:g}, got {_describe(value)}")
 
     def volcano_ignores(self, raw: Any) -> bool:
         """Whether Volcano's reader would drop `raw` (that magma accepted) and keep its default."""
@@ -305,6 +308,8 @@ class ArgTable:
     exact: Mapping[str, ArgSpec]
     prefixes: Mapping[str, ArgSpec] = dc_field(default_factory=dict)
     open: bool = False  # read by code outside this module: no warning for keys not listed
+    # (key of a "a,b" resource list, prefix of per-resource weights): a weight for an unlisted resource is unused
+    resource_list: tuple[str, str] | None = None
 
     def lookup(self, key: str) -> ArgSpec | None:
         if key in self.exact:
@@ -318,8 +323,9 @@ class ArgTable:
         return [*self.exact, *(p + "<name>" for p in self.prefixes)]
 
 
-def _weight(default: float = 1, reader: VolcanoReader = "int") -> ArgSpec:
-    return ArgSpec("number", default=default, minimum=0, volcano=reader)
+def _weight(default: float = 1) -> ArgSpec:
+    """A score weight: Volcano reads it as an int; magma takes any number >= 0."""
+    return ArgSpec("number", default=default, minimum=0, volcano="int")
 
 
 _NO_ARGUMENTS = ArgTable({})
@@ -386,6 +392,7 @@ PLUGIN_ARGUMENTS: dict[str, ArgTable] = {
             "binpack.resources": ArgSpec("csv", default=(), volcano="string"),
         },
         prefixes={"binpack.resources.": _weight(1)},
+        resource_list=("binpack.resources", "binpack.resources."),
     ),
     "task-topology": ArgTable({"task-topology.weight": _weight(1)}),
     "overcommit": ArgTable(
@@ -420,6 +427,7 @@ PLUGIN_ARGUMENTS: dict[str, ArgTable] = {
             "hypernode.gradient.evict.max-hypernodes": ArgSpec("integer", default=8, minimum=1, volcano="int"),
         },
         prefixes={"hypernode.binpack.resources.": _weight(1)},
+        resource_list=("hypernode.binpack.resources", "hypernode.binpack.resources."),
     ),
     # magma's placement plugin validates its own arguments.
     "magma": ArgTable({}, open=True),
@@ -443,12 +451,6 @@ ACTION_ARGUMENTS: dict[str, ArgTable] = {
     ),
     "shuffle": _NO_ARGUMENTS,
 }
-
-# (table, key of the resource list, prefix of per-resource weights): weights for unlisted resources are unused.
-_RESOURCE_LISTS = (
-    ("binpack", "binpack.resources", "binpack.resources."),
-    ("network-topology-aware", "hypernode.binpack.resources", "hypernode.binpack.resources."),
-)
 
 _UNSET: Any = object()
 
@@ -727,7 +729,7 @@ class _Builder:
             except yaml.YAMLError:
                 raise
             except Exception as e:  # e.g. the timestamp 2024-13-45
-                raise _BuildError(path, f"cannot read the value {node.value!r}: {e}", line) from None
+                raise _BuildError(path, f"cannot read the value {_describe(node.value)}: {e}", line) from None
         if id(node) in self.active:
             raise _BuildError(path, "recursive YAML alias", line)
         self.active.add(id(node))
@@ -856,7 +858,8 @@ class _Parser:
         raw = doc["actions"]
         if isinstance(raw, list):
             written = ", ".join(str(a) for a in raw)
-            self.error(path, f'expected one comma-separated string such as "{written}", got a list (Volcano rejects a list too)')
+            message = f'expected one comma-separated string such as "{written}", got a list (Volcano rejects it too)'
+            self.error(path, message)
             return []
         if not isinstance(raw, str):
             self.error(path, f"expected a comma-separated string of action names, got {_describe(raw)}; {example}")
@@ -907,7 +910,8 @@ class _Parser:
                 continue
             for key in tier:
                 if key != "plugins":
-                    self.error(_key_path(tpath, key), f"unknown key {key!r}{_suggest(key, ['plugins'])}; {_IGNORED_BY_VOLCANO}")
+                    message = f"unknown key {key!r}{_suggest(key, ['plugins'])}; {_IGNORED_BY_VOLCANO}"
+                    self.error(_key_path(tpath, key), message)
             plugins = tier.get("plugins")
             ppath: Path = (*tpath, "plugins")
             if plugins is None or plugins == []:
@@ -1021,16 +1025,16 @@ class _Parser:
             if spec.alias_of and spec.alias_of in arguments:
                 self.error(kpath, f"{key!r} and {spec.alias_of!r} set the same thing; keep one")
 
-        for owner_name, list_key, prefix in _RESOURCE_LISTS:
-            if table is PLUGIN_ARGUMENTS[owner_name]:
-                listed = set(typed.get(list_key, ()))
-                for key in typed:
-                    if key.startswith(prefix) and key[len(prefix):] not in listed:
-                        self.warn(
-                            (*path, key),
-                            f"weight for {key[len(prefix):]!r}, which is not listed in {list_key}; "
-                            f"Volcano and magma ignore it (add it to {list_key})",
-                        )
+        if table.resource_list:
+            list_key, prefix = table.resource_list
+            listed = set(typed.get(list_key, ()))
+            for key in typed:
+                if key.startswith(prefix) and key[len(prefix):] not in listed:
+                    self.warn(
+                        (*path, key),
+                        f"weight for {key[len(prefix):]!r}, which is not listed in {list_key}; "
+                        f"Volcano and magma ignore it (add it to {list_key})",
+                    )
         low, high = typed.get("minCandidateNodesAbsolute"), typed.get("maxCandidateNodesAbsolute")
         if low is not None and high is not None and low > high:
             self.error(
@@ -1153,7 +1157,10 @@ def _number(raw: Any) -> int | float:
     if isinstance(raw, str):
         text = raw.strip()
         if _INTEGER.fullmatch(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than Python converts
+                raise ValueError(f"number too large: {_describe(raw)}") from None
         if _NUMERIC.fullmatch(text):
             value = float(text)
             if math.isfinite(value):

@@ -1,4 +1,4 @@
-"""Durations as magma accepts them everywhere: `90s`, `15m`, `1h30m`, `2d`, `1.5h`, `250ms` or a plain number of seconds.
+"""Durations as magma accepts them everywhere: `90s`, `15m`, `1h30m`, `2d`, `250ms` or a plain number of seconds.
 
 The unit grammar is Go's `time.ParseDuration` (what Volcano uses, e.g. for `sla-waiting-time`): one or more
 `<number><unit>` pairs with units ns, us (or µs), ms, s, m, h. magma adds two conveniences Go lacks: the unit `d`

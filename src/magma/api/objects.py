@@ -307,9 +307,35 @@ class PodCondition(KubeModel):
     message: str | None = None
 
 
+class ContainerStateTerminated(KubeModel):
+    exit_code: int = 0
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerState(KubeModel):
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(KubeModel):
+    name: str = ""
+    ready: bool = False
+    restart_count: int = 0
+    state: ContainerState = Field(default_factory=ContainerState)
+
+
 class PodStatus(KubeModel):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] | None = None
     conditions: list[PodCondition] = Field(default_factory=list)
+    container_statuses: list[ContainerStatus] = Field(default_factory=list)
+    init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
+
+    def exit_code(self) -> int:
+        """The first container's termination exit code (what Volcano's exitCode policies read), else 0."""
+        for cs in self.container_statuses[:1]:
+            if cs.state.terminated is not None:
+                return cs.state.terminated.exit_code
+        return 0
 
 
 class PodTemplateSpec(KubeModel):
@@ -514,11 +540,33 @@ class JobState(KubeModel):
     phase: str | None = None
     reason: str | None = None
     message: str | None = None
+    last_transition_time: Any = None
+
+
+class JobCondition(KubeModel):
+    status: str = ""
+    last_transition_time: Any = None
+
+
+class TaskState(KubeModel):
+    phase: dict[str, int] = Field(default_factory=dict)
 
 
 class JobStatus(KubeModel):
     state: JobState = Field(default_factory=JobState)
     retry_count: int = 0
+    min_available: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    terminating: int = 0
+    unknown: int = 0
+    version: int = 0
+    running_duration: Any = None
+    task_status_count: dict[str, TaskState] = Field(default_factory=dict)
+    controlled_resources: dict[str, str] = Field(default_factory=dict)
+    conditions: list[JobCondition] = Field(default_factory=list)
 
 
 class Job(Object):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import validate
+from . import simulate, validate
 
 app = typer.Typer(
     name="magma",
@@ -14,6 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("validate")(validate.validate)
+app.command("simulate")(simulate.simulate)
 
 
 @app.callback()

@@ -38,6 +38,8 @@ class SessionResult:
     latency_ms: float = 0.0
     action_ms: dict[str, float] = field(default_factory=dict)
     queue_status: dict[str, dict] = field(default_factory=dict)
+    # queue -> {"deserved": Resources, "allocated": Resources, ...} as the share plugin published it
+    queue_shares: dict[str, dict] = field(default_factory=dict)
 
 
 class Scheduler:
@@ -92,6 +94,7 @@ def close_session(ssn: Session, result: SessionResult) -> None:
         if job.podgroup is not None and _changed(job.podgroup.status, status) and ssn.cluster is not None:
             ssn.cluster.update_podgroup_status(job.key, status)
     result.queue_status = queue_status(ssn)
+    result.queue_shares = dict(getattr(ssn, "queue_shares", {}) or {})
     if ssn.cluster is not None:
         for name, st in result.queue_status.items():
             ssn.cluster.update_queue_status(name, st)

@@ -1,0 +1,434 @@
+"""Shared arithmetic of the queue-share plugins (proportion, capacity, drf, fairshare, overcommit, sla).
+
+Not a plugin: the registry imports this module like the others, and it registers nothing.
+
+- `QueueTree`: the queue hierarchy from `spec.parent` (every queue hangs under `root`; a missing `root` queue
+  is a virtual one, a parent that does not exist or a cycle puts the queue directly under `root`).
+- Per-job figures with Volcano's exact rules: request (allocated + pending), inqueue reservation, elastic part.
+- `QueueAttr` and `water_fill`: Volcano proportion's deserved computation for one set of siblings, plus magma's
+  overshoot trim (see `water_fill`).
+- Resource limits use the Resources convention "absent = 0"; "unlimited" is the explicit value INF, so that a
+  limit of zero is never confused with no limit.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Iterable
+
+from magma.api.resources import CPU, MEMORY, PODS, Resources
+
+from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus
+
+S = TaskStatus
+INF = 1 << 62  # "unlimited" in a limit vector
+ROOT = "root"
+_UNSET: Any = object()
+
+
+# ---------------------------------------------------------------- config access
+
+
+def plugin_option(ssn: Session, name: str):
+    """This plugin's entry in the session's tiers (None when it is not configured)."""
+    for tier in ssn.tiers or ():
+        for opt in tier:
+            if getattr(opt, "name", None) == name:
+                return opt
+    return None
+
+
+def plugin_flag(ssn: Session, name: str, flag: str, default: bool = False) -> bool:
+    opt = plugin_option(ssn, name)
+    if opt is None:
+        return default
+    try:
+        return bool(opt.enabled(flag))
+    except (ValueError, AttributeError):
+        return default
+
+
+def configured(ssn: Session, name: str) -> bool:
+    return plugin_option(ssn, name) is not None
+
+
+def typed_argument(plugin: str, arguments: dict, key: str, default: Any = _UNSET) -> Any:
+    """An argument converted as the config loader converts it (numbers, durations in seconds, csv tuples),
+    else `default`, else the plugin's documented default. A value the loader refuses (such a config never
+    reaches a running scheduler) falls back to the default too."""
+    from magma.api.config import PLUGIN_ARGUMENTS, PluginOption
+
+    opt = PluginOption(name=plugin, arguments=dict(arguments or {}))
+    try:
+        return opt.argument(key) if default is _UNSET else opt.argument(key, default)
+    except (ValueError, TypeError):
+        if default is not _UNSET:
+            return default
+        table = PLUGIN_ARGUMENTS.get(plugin)
+        spec = table.lookup(key) if table else None
+        return spec.default if spec else None
+
+
+# ---------------------------------------------------------------- resources
+
+
+def no_pods(res: Resources) -> Resources:
+    return Resources({k: v for k, v in res.items() if k != PODS})
+
+
+def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None = None) -> Resources:
+    """A capability as a limit over `dims`: the given amounts, INF (or the inherited limit) where not given.
+
+    As Volcano reads a capability: cpu or memory <= 0 means unlimited."""
+    out = {}
+    for d in dims:
+        v = spec.get(d)
+        if v is None or (d in (CPU, MEMORY) and v <= 0):
+            out[d] = inherit[d] if inherit is not None and d in inherit else INF
+        else:
+            out[d] = v
+    return Resources(out)
+
+
+def finite(res: Resources) -> Resources:
+    """Drop unlimited dimensions (for reports)."""
+    return Resources({k: v for k, v in res.items() if v < INF // 2})
+
+
+def amount(name: str, value: int) -> str:
+    if value >= INF // 2:
+        return "unlimited"
+    return Resources({name: int(value)}).quantity_text(name) if value else "0"
+
+
+def share(allocated: Resources, base: Resources) -> float:
+    """max over the dimensions of `base` of allocated/base (Volcano's helpers.Share per dimension)."""
+    best = 0.0
+    for k, b in base.items():
+        if b <= 0:
+            continue
+        s = allocated[k] / b
+        if s > best:
+            best = s
+    return best
+
+
+def dominant_share(allocated: Resources, total: Resources) -> tuple[str, float]:
+    """DRF's dominant resource and share of `allocated` against the cluster `total`."""
+    best, name = 0.0, ""
+    for k, t in total.items():
+        if t <= 0:
+            continue
+        a = allocated[k]
+        s = a / t if t else (0.0 if a == 0 else 1.0)
+        if s > best:
+            best, name = s, k
+    return name, best
+
+
+def requested_dims(req: Resources) -> list[str]:
+    return [k for k, v in req.items() if v > 0 and k != PODS]
+
+
+def exceeding_on(left: Resources, limit: Resources, names: Iterable[str]) -> list[str]:
+    """Dimensions among `names` where left > limit (limit absent = 0)."""
+    return [k for k in names if left[k] > limit[k]]
+
+
+# ---------------------------------------------------------------- per-job figures (Volcano's rules)
+
+
+def job_min_resources(job: JobInfo) -> Resources:
+    return no_pods(job.min_resources)
+
+
+def has_min_resources(job: JobInfo) -> bool:
+    return job.podgroup is not None and bool(job.min_resources)
+
+
+def job_allocated(job: JobInfo) -> Resources:
+    return job.allocated()
+
+
+def job_request(job: JobInfo) -> Resources:
+    """Allocated plus Pending tasks (Pipelined tasks are in neither, as in Volcano's proportion)."""
+    total = Resources()
+    for t in job.tasks.values():
+        if t.status in ALLOCATED or t.status is S.PENDING:
+            total = total + t.resreq
+    return total
+
+
+def job_total_request(job: JobInfo) -> Resources:
+    """Every task's request, whatever its status (Volcano's JobInfo.TotalRequest)."""
+    total = Resources()
+    for t in job.tasks.values():
+        total = total + t.resreq
+    return total
+
+
+def allocated_task_count(job: JobInfo) -> int:
+    return job.count(ALLOCATED)
+
+
+def _reserved(min_res: Resources, allocated: Resources) -> Resources:
+    return Resources({k: v - allocated[k] for k, v in min_res.items() if v - allocated[k] > 0})
+
+
+def job_inqueue(job: JobInfo, allocated: Resources | None = None) -> Resources:
+    """What an admitted job still reserves in its queue: minResources not yet allocated.
+
+    Counted for Inqueue jobs, and for Running jobs whose allocated tasks reach minMember (Volcano)."""
+    if not has_min_resources(job):
+        return Resources()
+    allocated = job.allocated() if allocated is None else allocated
+    if job.phase == "Inqueue":
+        return _reserved(job_min_resources(job), allocated)
+    if job.phase == "Running" and allocated_task_count(job) >= job.min_available:
+        return _reserved(job_min_resources(job), allocated)
+    return Resources()
+
+
+def job_elastic(job: JobInfo, allocated: Resources | None = None) -> Resources:
+    """The part of the allocation above minResources (all of it when the job has none)."""
+    allocated = job.allocated() if allocated is None else allocated
+    return (allocated - job_min_resources(job)).clamp_min_zero()
+
+
+# ---------------------------------------------------------------- queue tree
+
+
+class QueueTree:
+    """The queue hierarchy of a session. Children keep the order of `ssn.queues`."""
+
+    def __init__(self, queues: dict[str, QueueInfo]):
+        self.queues = queues
+        self.virtual_root = ROOT not in queues
+        self._parent: dict[str, str | None] = {ROOT: None}
+        for name, q in queues.items():
+            if name == ROOT:
+                continue
+            parent = q.parent if q.parent in queues or q.parent == ROOT else ROOT
+            self._parent[name] = parent or ROOT
+        # Break cycles: a queue whose parent chain does not reach root hangs under root.
+        for name in list(self._parent):
+            seen = {name}
+            p = self._parent[name]
+            while p is not None and p != ROOT:
+                if p in seen:
+                    self._parent[name] = ROOT
+                    break
+                seen.add(p)
+                p = self._parent.get(p, ROOT)
+        self._ancestors: dict[str, tuple[str, ...]] = {}
+        self._children: dict[str, list[str]] = {n: [] for n in self._parent}
+        for name in queues:
+            if name != ROOT:
+                self._children[self._parent[name]].append(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._parent)
+
+    def parent(self, name: str) -> str | None:
+        return self._parent.get(name, ROOT if name != ROOT else None)
+
+    def children(self, name: str) -> list[str]:
+        return self._children.get(name, [])
+
+    def is_leaf(self, name: str) -> bool:
+        return not self._children.get(name)
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """Nearest first, ending with root (empty for root)."""
+        got = self._ancestors.get(name)
+        if got is None:
+            out = []
+            p = self.parent(name)
+            while p is not None:
+                out.append(p)
+                p = self.parent(p)
+            got = self._ancestors[name] = tuple(out)
+        return got
+
+    def path(self, name: str) -> tuple[str, ...]:
+        """Root first, ending with the queue itself."""
+        if name == ROOT:
+            return (ROOT,)
+        return tuple(reversed(self.ancestors(name))) + (name,)
+
+    def top_down(self) -> list[str]:
+        out, stack = [], [ROOT]
+        while stack:
+            n = stack.pop(0)
+            out.append(n)
+            stack.extend(self.children(n))
+        return out
+
+    def divergence(self, a: str, b: str) -> tuple[str, str]:
+        """The two siblings under the lowest common ancestor of a and b, on a's side and on b's side.
+
+        When one queue is an ancestor of the other (or they are equal) the queues themselves are returned."""
+        pa, pb = self.path(a), self.path(b)
+        i = 0
+        while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
+            i += 1
+        if i >= len(pa) or i >= len(pb):
+            return a, b
+        return pa[i], pb[i]
+
+    def branch_below_lca(self, victim: str, other: str) -> list[str]:
+        """The queues from `victim` up to (not including) its lowest common ancestor with `other`."""
+        other_path = set(self.path(other))
+        out = [victim]
+        for anc in self.ancestors(victim):
+            if anc in other_path:
+                break
+            out.append(anc)
+        if victim in other_path:  # victim is an ancestor of other (or the same queue)
+            return [victim]
+        return out
+
+
+# ---------------------------------------------------------------- queue attributes and water-filling
+
+
+@dataclass(eq=False)
+class QueueAttr:
+    """A queue's figures for one session (Volcano's queueAttr), for leaf and parent queues alike."""
+
+    name: str
+    weight: int = 1
+    priority: int = 0
+    guarantee: Resources = field(default_factory=Resources)  # own spec.guarantee
+    eff_guarantee: Resources = field(default_factory=Resources)  # max(own, sum of children's)
+    capability: Resources = field(default_factory=Resources)  # limit vector (INF = unlimited)
+    real_capability: Resources = field(default_factory=Resources)
+    deserved: Resources = field(default_factory=Resources)
+    allocated: Resources = field(default_factory=Resources)
+    request: Resources = field(default_factory=Resources)
+    inqueue: Resources = field(default_factory=Resources)
+    elastic: Resources = field(default_factory=Resources)
+    floor: Resources = field(default_factory=Resources)  # what the water-fill never goes below
+    share: float = 0.0
+    has_jobs: bool = False
+
+    def update_share(self) -> None:
+        self.share = share(self.allocated, self.deserved)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "deserved": finite(self.deserved),
+            "allocated": self.allocated,
+            "request": self.request,
+            "inqueue": self.inqueue,
+            "guarantee": self.guarantee,
+            "capability": finite(self.capability),
+            "realCapability": finite(self.real_capability),
+            "share": self.share,
+            "weight": self.weight,
+        }
+
+
+def _diff(new: Resources, old: Resources) -> tuple[Resources, Resources]:
+    inc, dec = {}, {}
+    for k in set(new) | set(old):
+        d = new[k] - old[k]
+        if d > 0:
+            inc[k] = d
+        elif d < 0:
+            dec[k] = -d
+    return Resources(inc), Resources(dec)
+
+
+def water_fill(pool: Resources, members: list[QueueAttr], max_rounds: int = 10_000) -> None:
+    """Set `deserved` of each member by Volcano proportion's loop (reference §6), then trim any overshoot.
+
+    Per round, every queue not yet met gets remaining * weight / total weight of unmet queues, capped by its
+    real capability and its request, floored at its guarantee (`floor`); it is met once its request fits or
+    its deserved stops changing. Amounts are exact integers (the weighted part is rounded down).
+
+    magma difference: Volcano's guarantee floor can push the siblings' sum above the pool (weights 1/1/1,
+    guarantees 50/0/0 of 99 give 50/33/33 = 116). Where that happens on a dimension, the parts above each
+    queue's floor are scaled down so that the siblings share exactly the pool (50/24.5/24.5); if the floors
+    alone exceed the pool, the floors are scaled. Without overshoot the result is Volcano's, unchanged.
+    """
+    remaining = pool
+    met: set[int] = set()
+    for m in members:
+        m.deserved = Resources()
+    for _ in range(max_rounds):
+        weight = sum(m.weight for i, m in enumerate(members) if i not in met)
+        if weight <= 0:
+            break
+        before = remaining
+        increased, decreased = Resources(), Resources()
+        for i, m in enumerate(members):
+            if i in met:
+                continue
+            old = m.deserved
+            d = old + remaining.scaled(Fraction(m.weight, weight))
+            d = d.min_with(m.real_capability, "zero")
+            d = d.min_with(m.request, "zero")
+            d = d.max_with(m.floor)
+            m.deserved = d
+            if m.request.less_equal(d, "zero") or d == old:
+                met.add(i)
+            inc, dec = _diff(d, old)
+            increased, decreased = increased + inc, decreased + dec
+        remaining = (remaining + decreased - increased).clamp_min_zero()
+        if remaining.is_empty() or remaining == before:
+            break
+    _trim(pool, members)
+    for m in members:
+        m.update_share()
+
+
+def _trim(pool: Resources, members: list[QueueAttr]) -> None:
+    dims = set()
+    for m in members:
+        dims.update(m.deserved)
+    new = [dict(m.deserved.items()) for m in members]
+    for k in dims:
+        total = sum(m.deserved[k] for m in members)
+        cap = max(pool[k], 0)
+        if total <= cap:
+            continue
+        floors = [min(m.deserved[k], max(m.floor[k], 0)) for m in members]
+        f = sum(floors)
+        if f >= cap:
+            vals = [(fl * cap) // f if f else 0 for fl in floors]
+        else:
+            above = [m.deserved[k] - fl for m, fl in zip(members, floors)]
+            a = sum(above)
+            room = cap - f
+            vals = [fl + (ab * room) // a if a else fl for fl, ab in zip(floors, above)]
+        for i, v in enumerate(vals):
+            new[i][k] = v
+    for m, d in zip(members, new):
+        m.deserved = Resources(d)
+
+
+# ---------------------------------------------------------------- victim ordering (Volcano's victim queue)
+
+
+def victim_order(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """Volcano's victim order: orphans first; different queues by reverse QueueOrder; else reverse JobOrder,
+    then reverse TaskOrder."""
+
+    def cmp(a: TaskInfo, b: TaskInfo) -> int:
+        ja, jb = ssn.jobs.get(a.job), ssn.jobs.get(b.job)
+        if ja is None or jb is None:
+            return (ja is not None) - (jb is not None)
+        if ja is jb:
+            return -ssn.task_order_cmp(a, b)
+        if ja.queue != jb.queue and ja.queue in ssn.queues and jb.queue in ssn.queues:
+            c = -ssn.queue_order_cmp(ssn.queues[ja.queue], ssn.queues[jb.queue])
+            if c:
+                return c
+        c = -ssn.job_order_cmp(ja, jb)
+        return c or -ssn.task_order_cmp(a, b)
+
+    return sorted(tasks, key=functools.cmp_to_key(cmp))

@@ -1,0 +1,276 @@
+"""drf: dominant resource fairness between jobs (Volcano's drf plugin).
+
+A job's share is max over the cluster's resources r of allocated_r / total_r (its dominant share).
+
+- JobOrder: lower share first.
+- Preemptable: with ls = share of (preemptor's job allocation + the preemptor's request) and, per candidate,
+  rs = share of (its job's allocation - the candidates of that job taken so far, this one included), the
+  candidate is a victim when ls < rs or |ls - rs| <= 1e-6.
+- Event handlers keep every job's allocation and share current as the session allocates and evicts.
+
+Hierarchical DRF (Volcano's HDRF) is on when the drf entry has `enableHierarchy: true` and proportion is not
+configured: queues are placed in a tree by their annotations `volcano.sh/hierarchy` ("root/eng/ml") and
+`volcano.sh/hierarchy-weights` ("1/2/8", weights below 1 read as 1); jobs are the leaves. A parent's allocation
+is its children's allocations scaled to the smallest dominant share among its unsaturated children (saturated
+children count as they are); a job is saturated when it holds all it asked for on some resource or asks for
+a resource nobody can get more of. QueueOrder compares the two queues' paths level by level (unsaturated first,
+then lower share/weight); Reclaimable keeps a candidate when, after moving the resources, the reclaimer's queue
+still orders before the candidate's.
+
+When proportion is configured too (the seed's §11 config puts drf with enableHierarchy beside proportion, which
+Volcano refuses to load), magma reads the config as the loader's warning says: proportion shares queues along
+Queue spec.parent, drf only orders jobs and chooses preemption victims, and the flag is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from magma.api.resources import Resources
+
+from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, plugin
+from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
+
+NAME = "drf"
+SHARE_DELTA = 1e-6
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+
+
+def hdrf_enabled(ssn: Session) -> bool:
+    return plugin_flag(ssn, NAME, "enableHierarchy") and not configured(ssn, "proportion")
+
+
+# ---------------------------------------------------------------- hierarchical DRF tree (float arithmetic, as Volcano)
+
+
+Vec = dict[str, float]
+
+
+def _vec(res: Resources) -> Vec:
+    return {k: float(v) for k, v in res.items()}
+
+
+def _fshare(alloc: Vec, total: Resources) -> tuple[str, float]:
+    best, name = 0.0, ""
+    for k, t in total.items():
+        if t <= 0:
+            continue
+        s = alloc.get(k, 0.0) / t
+        if s > best:
+            best, name = s, k
+    return name, best
+
+
+@dataclass(eq=False)
+class HNode:
+    name: str
+    weight: float = 1.0
+    allocated: Vec = field(default_factory=dict)
+    share: float = 0.0
+    dominant: str = ""
+    saturated: bool = False
+    request: Vec | None = None  # jobs only
+    children: dict[str, "HNode"] | None = None  # None for a job
+
+    def child(self, name: str) -> "HNode | None":
+        return (self.children or {}).get(name)
+
+
+def _queue_path(queue: QueueInfo | None) -> tuple[list[str], list[str]]:
+    ann = queue.queue.annotations if queue is not None and queue.queue is not None else {}
+    return ann.get(HIERARCHY_ANNOTATION, "").split("/"), ann.get(WEIGHTS_ANNOTATION, "").split("/")
+
+
+def _weight(ws: list[str], i: int) -> float:
+    try:
+        w = float(ws[i])
+    except (IndexError, ValueError):
+        w = 0.0
+    return w if w >= 1 else 1.0
+
+
+def _saturated(alloc: Vec, request: Vec, demanding: set[str]) -> bool:
+    for k, a in alloc.items():
+        if a < 0.1:
+            continue
+        r = request.get(k, 0.0)
+        if a != 0 and r != 0 and a >= r:
+            return True
+        if k not in demanding and r != 0:
+            return True
+    return False
+
+
+def build_hdrf(ssn: Session, allocs: dict[str, Resources], total: Resources, total_allocated: Resources) -> HNode:
+    """The HDRF tree for the given job allocations, with every node's share and saturation computed."""
+    root = HNode("root", children={})
+    for job in ssn.jobs.values():
+        paths, weights = _queue_path(ssn.queues.get(job.queue))
+        node = root
+        for i in range(1, len(paths)):
+            nxt = node.children.get(paths[i])
+            if nxt is None:
+                nxt = node.children[paths[i]] = HNode(paths[i], weight=_weight(weights, i), children={})
+            node = nxt
+        alloc = _vec(allocs.get(job.uid, Resources()))
+        dom, s = _fshare(alloc, total)
+        node.children[job.uid] = HNode(job.uid, 1.0, alloc, s, dom, request=_vec(job_total_request(job)))
+    demanding = {k for k, t in total.items() if total_allocated[k] < t}
+    _update(root, demanding, total)
+    return root
+
+
+def _update(node: HNode, demanding: set[str], total: Resources) -> None:
+    if node.children is None:
+        node.saturated = _saturated(node.allocated, node.request or {}, demanding)
+        return
+    mdr = 1.0
+    for c in node.children.values():
+        _update(c, demanding, total)
+        if c.share != 0 and not c.saturated:
+            _, s = _fshare(c.allocated, total)
+            mdr = min(mdr, s)
+    alloc: Vec = {}
+    saturated = True
+    for c in node.children.values():
+        if not c.saturated:
+            saturated = False
+        if c.share != 0:
+            factor = 1.0 if c.saturated else mdr / c.share
+            for k, v in c.allocated.items():
+                alloc[k] = alloc.get(k, 0.0) + v * factor
+    node.allocated = alloc
+    node.dominant, node.share = _fshare(alloc, total)
+    node.saturated = saturated
+
+
+def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
+    """Negative when `left` should be served first (Volcano's compareQueues)."""
+    lp, _ = _queue_path(left)
+    rp, _ = _queue_path(right)
+    ln: HNode | None = root
+    rn: HNode | None = root
+    depth = min(len(lp), len(rp))
+    for i in range(depth):
+        lsat = ln.saturated if ln is not None else False
+        rsat = rn.saturated if rn is not None else False
+        if not lsat and rsat:
+            return -1.0
+        if lsat and not rsat:
+            return 1.0
+        ls = ln.share / ln.weight if ln is not None else 0.0
+        rs = rn.share / rn.weight if rn is not None else 0.0
+        if ls != rs:
+            return ls - rs
+        if i < depth - 1:
+            ln = ln.child(lp[i + 1]) if ln is not None else None
+            rn = rn.child(rp[i + 1]) if rn is not None else None
+    return 0.0
+
+
+# ---------------------------------------------------------------- the plugin
+
+
+@plugin(NAME)
+class DrfPlugin:
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = dict(arguments or {})
+        self.allocated: dict[str, Resources] = {}
+        self.shares: dict[str, float] = {}
+        self.total = Resources()
+        self.total_allocated = Resources()
+        self.hierarchy = False
+        self._tree: HNode | None = None
+
+    # -- shares
+    def share_of(self, res: Resources) -> float:
+        return dominant_share(res, self.total)[1]
+
+    def _set(self, uid: str, alloc: Resources) -> None:
+        self.allocated[uid] = alloc
+        self.shares[uid] = self.share_of(alloc)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.total = ssn.total
+        for uid, job in ssn.jobs.items():
+            self._set(uid, job.allocated())
+        self.total_allocated = sum(self.allocated.values(), Resources())
+        self.hierarchy = hdrf_enabled(ssn)
+
+        ssn.add_fn("preemptable", NAME, lambda actor, cands: (self.victims(actor, cands), False))
+        ssn.add_fn("job_order", NAME, self.job_order)
+        if self.hierarchy:
+            ssn.add_fn("queue_order", NAME, self.queue_order)
+            ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.hdrf_victims(actor, cands), False))
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        if task.job in self.allocated:
+            self._set(task.job, self.allocated[task.job] + task.resreq)
+            self.total_allocated = self.total_allocated + task.resreq
+            self._tree = None
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        if task.job in self.allocated:
+            self._set(task.job, self.allocated[task.job] - task.resreq)
+            self.total_allocated = self.total_allocated - task.resreq
+            self._tree = None
+
+    # -- extension functions
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        sa, sb = self.shares.get(a.uid, 0.0), self.shares.get(b.uid, 0.0)
+        return (sa > sb) - (sa < sb)
+
+    def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        mine = self.allocated.get(preemptor.job)
+        if mine is None:
+            return []
+        ls = self.share_of(mine + preemptor.resreq)
+        remaining: dict[str, Resources] = {}
+        out = []
+        for t in candidates:
+            if t.job not in remaining:
+                if t.job not in self.allocated:
+                    continue
+                remaining[t.job] = self.allocated[t.job]
+            remaining[t.job] = remaining[t.job] - t.resreq
+            rs = self.share_of(remaining[t.job])
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                out.append(t)
+        return out
+
+    def tree(self) -> HNode:
+        if self._tree is None:
+            self._tree = build_hdrf(self.ssn, self.allocated, self.total, self.total_allocated)
+        return self._tree
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        c = compare_queues(self.tree(), a, b)
+        return (c > 0) - (c < 0)
+
+    def hdrf_victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        ssn = self.ssn
+        ljob = ssn.jobs.get(reclaimer.job)
+        lqueue = ssn.queues.get(ljob.queue) if ljob is not None else None
+        if lqueue is None or ljob.uid not in self.allocated:
+            return []
+        allocs = dict(self.allocated)
+        allocs[ljob.uid] = allocs[ljob.uid] + reclaimer.resreq
+        total_alloc = self.total_allocated + reclaimer.resreq
+        out = []
+        for t in candidates:
+            rjob = ssn.jobs.get(t.job)
+            rqueue = ssn.queues.get(rjob.queue) if rjob is not None else None
+            if rqueue is None or rjob.uid not in allocs:
+                continue
+            trial = dict(allocs)
+            trial[rjob.uid] = trial[rjob.uid] - t.resreq
+            root = build_hdrf(ssn, trial, self.total, total_alloc - t.resreq)
+            if compare_queues(root, lqueue, rqueue) < 0:
+                out.append(t)
+        return out
+
+    def on_session_close(self, ssn: Session) -> None:
+        ssn.job_shares = dict(self.shares)  # for metrics (volcano_job_share)

@@ -1,0 +1,61 @@
+"""priority: order by PriorityClass, protect higher priorities from preemption (Volcano's priority plugin).
+
+- JobOrder: higher job priority first (the PodGroup's priorityClassName, else the global default, else 0).
+- TaskOrder: higher task priority first (pod priority, overridden by `volcano.sh/task-priority`).
+- Preemptable: a task of another job is a victim only when its job's priority is lower than the preemptor's
+  job's; a task of the preemptor's own job only when its task priority is lower than the preemptor's.
+  A preemptor whose job is gone from the session gets no victims.
+- JobStarving: ready + pipelined < number of tasks (the job wants more than it has). Priority registers no
+  Reclaimable function: reclaim is about queue fairness, not priority.
+"""
+
+from __future__ import annotations
+
+from ..framework import READY, JobInfo, Session, TaskInfo, TaskStatus, plugin
+
+NAME = "priority"
+
+
+def _desc(a: int, b: int) -> int:
+    return (a < b) - (a > b)
+
+
+def job_order(a: JobInfo, b: JobInfo) -> int:
+    return _desc(a.priority, b.priority)
+
+
+def task_order(a: TaskInfo, b: TaskInfo) -> int:
+    return _desc(a.priority, b.priority)
+
+
+def starving(job: JobInfo) -> bool:
+    return job.count(READY) + job.count({TaskStatus.PIPELINED}) < len(job.tasks)
+
+
+def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    pjob = ssn.jobs.get(preemptor.job)
+    if pjob is None:
+        return []
+    victims = []
+    for t in candidates:
+        job = ssn.jobs.get(t.job)
+        if job is None:
+            continue
+        if job is not pjob:
+            if job.priority < pjob.priority:
+                victims.append(t)
+        elif t.priority < preemptor.priority:
+            victims.append(t)
+    return victims
+
+
+@plugin(NAME)
+class PriorityPlugin:
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = dict(arguments or {})
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_fn("task_order", NAME, task_order)
+        ssn.add_fn("job_order", NAME, job_order)
+        ssn.add_fn("preemptable", NAME, lambda actor, cands: (priority_victims(ssn, actor, cands), False))
+        ssn.add_fn("job_starving", NAME, starving)

@@ -1,0 +1,319 @@
+"""proportion: weighted fair share of the cluster between queues (Volcano's proportion plugin), along the queue tree.
+
+Per session, only queues with jobs in the session take part (and their ancestors, in a hierarchy).
+For each queue:
+- request   = resources of its jobs' allocated (Allocated, Binding, Bound, Running) and Pending tasks;
+- allocated = resources of its jobs' allocated tasks, kept current by the event handlers;
+- inqueue   = minResources not yet allocated of its Inqueue jobs (and of Running jobs whose allocated tasks
+              reach minMember), plus the minResources of jobs enqueued this session;
+- elastic   = the allocation of its jobs above their minResources;
+- realCapability = min((pool - sum of the siblings' guarantees)+ + own guarantee, capability), where the pool
+  is the cluster total for children of root and the parent's realCapability below that (capability: cpu or
+  memory <= 0 and resources it does not name are unlimited);
+- deserved by Volcano's water-filling between siblings (`_queuetree.water_fill`): each round gives every unmet
+  queue remaining * weight / total unmet weight, capped by realCapability and request, floored at its guarantee.
+
+Extension points: QueueOrder (higher spec.priority first, then lower share = max_r allocated_r/deserved_r),
+Overused (deserved <= allocated), Allocatable and Preemptive (queue Open, allocated + request <= deserved on the
+resources the task requests), Reclaimable, JobEnqueueable (queue Open; no minResources: Permit; else
+minResources + allocated + inqueue - elastic <= realCapability on the resources minResources names, otherwise
+Reject with an event "queue resource quota insufficient" and the figures in `job.reason`), JobEnqueued.
+
+Hierarchy (magma; Volcano's proportion is flat): queues form a tree by Queue `spec.parent`, whichever share plugin
+is configured. The root's deserved is the cluster total (capped by root's capability); each parent's deserved
+is water-filled among its children that have jobs below them, by weight, with each child's request, allocation,
+inqueue and elastic summed over its subtree, its guarantee at least the sum of its children's guarantees, and
+its realCapability computed from its parent's. Only leaf queues hold jobs. Allocatable, Preemptive, Overused and
+JobEnqueueable check the queue and every ancestor below root, so a team cannot take more than its department
+deserves. With every queue directly under root this is Volcano's flat computation, number for number.
+
+Other deliberate differences from Volcano:
+- The siblings' deserved never add up to more than what they share (see `water_fill`: Volcano's guarantee floor
+  can hand out more than the cluster has).
+- Reclaimable: a candidate is a victim while its queue's allocation is not within its deserved (Volcano), and
+  also (magma) never from a queue with `reclaimable: false`, never taking a queue below its guarantee on the
+  resources the victim frees, and in a hierarchy only when the victim's branch below the lowest common ancestor
+  with the reclaimer's queue is over its deserved as well.
+- A job in a queue that is not a leaf is rejected at enqueue and never allocated, with the reason.
+
+After the session `ssn.queue_shares[name]` holds each queue's deserved, allocated, request, inqueue, guarantee,
+realCapability and share (the simulator's `queues[].deserved`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magma.api.resources import PODS, Resources
+
+from ..framework import ABSTAIN, PERMIT, REJECT, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, plugin
+from ._queuetree import (
+    ROOT,
+    QueueAttr,
+    QueueTree,
+    amount,
+    exceeding_on,
+    has_min_resources,
+    job_elastic,
+    job_inqueue,
+    job_min_resources,
+    job_request,
+    limit_vector,
+    no_pods,
+    requested_dims,
+    water_fill,
+)
+
+NAME = "proportion"
+
+
+def _dims(ssn: Session) -> set[str]:
+    dims = set(ssn.total)
+    for q in ssn.queues.values():
+        dims.update(q.guarantee)
+        dims.update(q.capability)
+    for job in ssn.jobs.values():
+        dims.update(job.min_resources)
+        for t in job.tasks.values():
+            dims.update(t.resreq)
+    dims.discard(PODS)
+    return dims
+
+
+def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
+    """Every taking-part queue's figures, deserved included (top-down water-filling)."""
+    dims = _dims(ssn)
+    info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
+    guarantee = {n: no_pods(q.guarantee) if q else Resources() for n, q in info.items()}
+    capability = {n: limit_vector(no_pods(q.capability) if q else Resources(), dims) for n, q in info.items()}
+
+    order = tree.top_down()
+    eff = {}
+    for n in reversed(order):
+        kids = sum((eff[c] for c in tree.children(n)), Resources())
+        eff[n] = guarantee[n].max_with(kids)
+
+    jobs_by_queue: dict[str, list[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        jobs_by_queue.setdefault(job.queue, []).append(job)
+    taking_part = {ROOT}
+    for q in jobs_by_queue:
+        if q in info:
+            taking_part.add(q)
+            taking_part.update(tree.ancestors(q))
+
+    attrs: dict[str, QueueAttr] = {}
+    for n in order:
+        if n not in taking_part:
+            continue
+        q = info[n]
+        attrs[n] = QueueAttr(
+            name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
+            guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n],
+            has_jobs=n in jobs_by_queue,
+        )
+    for qname, jobs in jobs_by_queue.items():
+        if qname not in attrs:
+            continue
+        alloc, req, inq, ela = Resources(), Resources(), Resources(), Resources()
+        for job in jobs:
+            a = job.allocated()
+            alloc, req = alloc + a, req + job_request(job)
+            inq, ela = inq + job_inqueue(job, a), ela + job_elastic(job, a)
+        for n in (qname, *tree.ancestors(qname)):
+            at = attrs[n]
+            at.allocated, at.request = at.allocated + alloc, at.request + req
+            at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
+
+    # realCapability, top-down, for every queue (children of a queue share its realCapability).
+    real: dict[str, Resources] = {ROOT: ssn.total.min_with(capability[ROOT], "zero")}
+    for n in order:
+        kids = tree.children(n)
+        if not kids:
+            continue
+        sum_g = sum((eff[c] for c in kids), Resources())
+        free = (real[n] - sum_g).clamp_min_zero()
+        for c in kids:
+            real[c] = (free + eff[c]).min_with(capability[c], "zero").min_with(real[n], "zero")
+    for n, at in attrs.items():
+        at.real_capability = real[n]
+        at.floor = at.eff_guarantee.min_with(real[n], "zero")
+
+    root = attrs[ROOT]
+    root.deserved = real[ROOT]
+    for n in order:
+        if n not in attrs:
+            continue
+        members = [attrs[c] for c in tree.children(n) if c in attrs]
+        if members:
+            water_fill(attrs[n].deserved, members)
+    root.update_share()
+    return attrs
+
+
+@plugin(NAME)
+class ProportionPlugin:
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = dict(arguments or {})
+        self.attrs: dict[str, QueueAttr] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.tree = QueueTree(ssn.queues)
+        self.attrs = build_attrs(ssn, self.tree)
+        ssn.add_fn("queue_order", NAME, self.queue_order)
+        ssn.add_fn("overused", NAME, self.overused)
+        ssn.add_fn("allocatable", NAME, self.allocatable)
+        ssn.add_fn("preemptive", NAME, self.allocatable)
+        ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.reclaim_victims(actor, cands), False))
+        ssn.add_fn("job_enqueueable", NAME, self.job_enqueueable)
+        ssn.add_fn("job_enqueued", NAME, self.job_enqueued)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    # ---------------------------------------------------------------- helpers
+    def chain(self, queue: str) -> list[QueueAttr]:
+        """The queue and its ancestors below root that take part, nearest first."""
+        return [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT]
+
+    def _move(self, task: TaskInfo, sign: int) -> None:
+        job = self.ssn.jobs.get(task.job)
+        if job is None or job.queue not in self.attrs:
+            return
+        for n in (job.queue, *self.tree.ancestors(job.queue)):
+            at = self.attrs.get(n)
+            if at is not None:
+                at.allocated = at.allocated + task.resreq if sign > 0 else at.allocated - task.resreq
+                at.update_share()
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        self._move(task, 1)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        self._move(task, -1)
+
+    # ---------------------------------------------------------------- queue order and limits
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        if a.priority != b.priority:
+            return -1 if a.priority > b.priority else 1
+        x, y = self.tree.divergence(a.name, b.name)
+        ax, by = self.attrs.get(x), self.attrs.get(y)
+        if ax is None or by is None:
+            return 0
+        return (ax.share > by.share) - (ax.share < by.share)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(at.deserved.less_equal(at.allocated, "zero") for at in self.chain(queue.name))
+
+    def not_allocatable(self, queue: QueueInfo, task: TaskInfo) -> str | None:
+        """Why `task` may not be allocated in `queue` now (None when it may), with the figures."""
+        if queue.state != "Open":
+            return f"queue {queue.name} is {queue.state}, not Open"
+        if not self.tree.is_leaf(queue.name):
+            return f"queue {queue.name} is not a leaf queue; only leaf queues hold jobs"
+        dims = requested_dims(task.resreq)
+        for at in self.chain(queue.name):
+            future = at.allocated + task.resreq
+            bad = exceeding_on(future, at.deserved, dims)
+            if bad:
+                return f"queue {at.name}: " + ", ".join(
+                    f"{r} deserved {amount(r, at.deserved[r])}, allocated {amount(r, at.allocated[r])}, "
+                    f"task needs {amount(r, task.resreq[r])}" for r in bad)
+        return None
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self.not_allocatable(queue, task) is None
+
+    # ---------------------------------------------------------------- reclaim
+    def reclaim_victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        ssn = self.ssn
+        rjob = ssn.jobs.get(reclaimer.job)
+        rqueue = rjob.queue if rjob is not None else None
+        running: dict[str, Resources] = {}
+
+        def alloc(n: str) -> Resources:
+            if n not in running:
+                running[n] = self.attrs[n].allocated
+            return running[n]
+
+        victims = []
+        for t in candidates:
+            job = ssn.jobs.get(t.job)
+            if job is None or job.queue not in self.attrs:
+                continue
+            leaf = job.queue
+            names = self.tree.branch_below_lca(leaf, rqueue) if rqueue in self.attrs else [leaf]
+            names = [n for n in names if n in self.attrs and n != ROOT]
+            if any(ssn.queues.get(n) is not None and not ssn.queues[n].reclaimable for n in names):
+                continue
+            if alloc(leaf).less_equal(self.attrs[leaf].deserved, "zero"):
+                continue
+            top = names[-1]
+            if top != leaf and alloc(top).less_equal(self.attrs[top].deserved, "zero"):
+                continue
+            dims = requested_dims(t.resreq)
+            if any(alloc(n)[r] - t.resreq[r] < self.attrs[n].guarantee[r]
+                   for n in names for r in dims if self.attrs[n].guarantee[r] > 0):
+                continue
+            for n in names:
+                running[n] = alloc(n) - t.resreq
+            victims.append(t)
+        return victims
+
+    # ---------------------------------------------------------------- enqueue
+    def job_enqueueable(self, job: JobInfo) -> int:
+        ssn = self.ssn
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            return ABSTAIN
+        if queue.state != "Open":
+            job.reason = f"queue {queue.name} is {queue.state}, not Open"
+            return REJECT
+        if not self.tree.is_leaf(queue.name):
+            job.reason = f"queue {queue.name} is not a leaf queue; only leaf queues hold jobs"
+            return REJECT
+        if not has_min_resources(job):
+            return PERMIT
+        need = job_min_resources(job)
+        dims = requested_dims(need)
+        for at in self.chain(queue.name):
+            future = need + at.allocated + at.inqueue - at.elastic
+            bad = exceeding_on(future, at.real_capability, dims)
+            if bad:
+                job.reason = quota_reason(at, need, bad)
+                ssn.record_event("Normal", "Unschedulable", "PodGroup", job.key,
+                                 "queue resource quota insufficient: "
+                                 + ", ".join(f"insufficient {r}" for r in bad) + f" ({job.reason})")
+                return REJECT
+        return PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        if not has_min_resources(job) or job.queue not in self.attrs:
+            return
+        need = job_min_resources(job)
+        for n in (job.queue, *self.tree.ancestors(job.queue)):
+            at = self.attrs.get(n)
+            if at is not None:
+                at.inqueue = at.inqueue + need
+
+    # ---------------------------------------------------------------- close
+    def report(self) -> dict[str, dict[str, Any]]:
+        return {n: at.report() for n, at in self.attrs.items()
+                if not (n == ROOT and self.tree.virtual_root)}
+
+    def on_session_close(self, ssn: Session) -> None:
+        shares = getattr(ssn, "queue_shares", None)
+        if not isinstance(shares, dict):
+            shares = ssn.queue_shares = {}
+        shares.update(self.report())
+
+
+def quota_reason(at: QueueAttr, need: Resources, bad: list[str]) -> str:
+    """`queue team-cv: nvidia.com/gpu real capability 96, allocated 96, inqueue 16, job needs 16 more`."""
+    parts = []
+    for r in bad:
+        text = (f"{r} real capability {amount(r, at.real_capability[r])}, allocated {amount(r, at.allocated[r])}, "
+                f"inqueue {amount(r, at.inqueue[r])}")
+        if at.elastic[r]:
+            text += f", elastic {amount(r, at.elastic[r])}"
+        parts.append(text + f", job needs {amount(r, need[r])} more")
+    return f"queue {at.name}: " + "; ".join(parts)
