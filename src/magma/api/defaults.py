@@ -19,6 +19,7 @@ What Volcano does (pkg/webhooks/admission/*/mutate, CRD defaults), restated:
 
 from __future__ import annotations
 
+import copy
 from typing import Iterable, Mapping, TypeVar
 
 from .objects import Job, Object, PodGroup, PriorityClass, Queue, Source
@@ -45,8 +46,12 @@ T = TypeVar("T", bound=Object)
 
 
 def _copy(obj: T) -> T:
-    """A deep copy that shares the original's Source (file and field lines)."""
-    new = obj.model_copy(deep=True)
+    """A deep copy that shares the original's Source (file and field lines, which are never changed)."""
+    new = obj.model_copy()  # shallow: fields, fields-set and private attributes copied one level
+    for name, value in list(new.__dict__.items()):
+        new.__dict__[name] = copy.deepcopy(value)
+    if new.__pydantic_extra__:
+        new.__pydantic_extra__ = copy.deepcopy(new.__pydantic_extra__)
     new.with_source(obj.source)
     return new
 

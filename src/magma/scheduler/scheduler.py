@@ -67,7 +67,7 @@ class Scheduler:
         started = time.perf_counter()
         ssn = self.open_session()
         result = SessionResult(uid=ssn.uid, time=ssn.now)
-        for name in self.config.actions:
+        for name in self.config.runnable_actions:
             t0 = time.perf_counter()
             ACTIONS[name](ssn, self.config.action_arguments(name))
             result.action_ms[name] = (time.perf_counter() - t0) * 1000
