@@ -30,7 +30,6 @@ from typing import Any, Iterable
 from pydantic import BaseModel
 
 from .defaults import (
-    BUILTIN_FILE,
     DEFAULT_QUEUE,
     PLUGINS_NEEDING_SVC,
     ROOT_QUEUE,
@@ -712,10 +711,11 @@ def _queue_reference(world: World, r: _Report, qname: str, path: tuple, what: st
         r.error(path, f"queue {qname} is {q.state}; only Open queues accept a {what}: open the queue or use "
                       f"another one")
     if qname == ROOT_QUEUE:
-        msg = f"a {what} cannot be submitted to the root queue; submit it to a leaf queue"
-        (r.error if strict_leaf else r.warn)(path, msg if strict_leaf else
-                                             msg + " (Volcano accepts it, but with hierarchical queues only "
-                                                   "leaf queues run jobs)")
+        if strict_leaf:
+            r.error(path, f"a {what} cannot be submitted to the root queue; submit it to a leaf queue")
+        else:
+            r.warn(path, f"the root queue runs no {what}s itself; submit it to a leaf queue (Volcano's webhook "
+                         f"accepts it, but with hierarchical queues only leaf queues run jobs)")
         return
     children = world.children_of(qname)
     if children:

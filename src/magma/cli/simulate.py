@@ -17,9 +17,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from magma.api.duration import parse_duration
-from magma.sim.report import render_report
-from magma.sim.result import build_result
-from magma.sim.runner import Simulation
 from magma.sim.scenario import ScenarioError, load_scenario
 
 
@@ -33,8 +30,11 @@ def _duration_option(name: str, raw: str | None) -> float | None:
 
 
 def run_simulation(paths: list[Path], config: Path | None, until: str | None, period: str | None,
-                   quiet: bool = False) -> tuple[Simulation, dict]:
+                   quiet: bool = False) -> tuple["Simulation", dict]:
     """Load, run and summarise; raises ScenarioError on bad input. Shared by simulate and explain."""
+    from magma.sim.result import build_result
+    from magma.sim.runner import Simulation
+
     until_s = _duration_option("--until", until)
     scenario = load_scenario(paths, config)
     period_s = _duration_option("--period", period) or 1.0
@@ -125,6 +125,8 @@ def simulate(
         Path(json_out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         console.print(f"result: {json_out}")
     if report:
+        from magma.sim.report import render_report
+
         title = ", ".join(str(p) for p in paths)
         report.write_text(render_report(sim, result, title), encoding="utf-8")
         console.print(f"report: {report}")

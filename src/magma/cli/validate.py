@@ -24,7 +24,7 @@ CONFIG_KEY = "volcano-scheduler.conf"
 def config_problems(cm: ConfigMap) -> list[Problem]:
     """Problems of a scheduler ConfigMap, with lines counted in the manifest file."""
     text = cm.data.get(CONFIG_KEY)
-    field = f"data.{CONFIG_KEY}"
+    field = f"data[{CONFIG_KEY}]"
     if text is None:
         return [Problem(cm.source.file, cm.source.line, "ConfigMap", cm.key, field,
                         f"missing: the scheduler reads its config from key {CONFIG_KEY}")]
@@ -35,7 +35,7 @@ def config_problems(cm: ConfigMap) -> list[Problem]:
     for severity, items in (("error", result.errors), ("warning", result.warnings)):
         for p in items:
             line = base + p.line if p.line else base
-            out.append(Problem(cm.source.file, line, "ConfigMap", cm.key, f"{field}: {p.field}" if p.field else field,
+            out.append(Problem(cm.source.file, line, "ConfigMap", cm.key, f"{field}.{p.field}" if p.field else field,
                                p.message, severity))
     return out
 

@@ -67,8 +67,128 @@ def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: Predi
     return head + (": " + ", ".join(parts) if parts else "")
 
 
+# ---------------------------------------------------------------- queue figures
+
+
+def queue_figures(ssn: Session) -> dict[str, dict]:
+    """Per queue {"deserved", "allocated", "realCapability", "guarantee", ...} as the share plugin publishes them:
+    `ssn.queue_shares` once published (session close), else live from any plugin offering `report()`
+    (proportion, capacity). Empty when no share plugin runs."""
+    shares = getattr(ssn, "queue_shares", None)
+    if isinstance(shares, dict) and shares:
+        return shares
+    out: dict[str, dict] = {}
+    for p in getattr(ssn, "plugins", {}).values():
+        report = getattr(p, "report", None)
+        if callable(report):
+            try:
+                got = report()
+            except Exception:  # a plugin's report must never break a reason
+                continue
+            if isinstance(got, dict):
+                out.update({k: v for k, v in got.items() if isinstance(v, dict)})
+    return out
+
+
+def _res(fig: dict | None, key: str) -> Resources | None:
+    if not fig:
+        return None
+    v = fig.get(key)
+    if v is None:
+        return None
+    return v if isinstance(v, Resources) else Resources(v)
+
+
+def ancestors(ssn: Session, name: str) -> list[str]:
+    """The queue's ancestors, nearest first (cycles cut)."""
+    out: list[str] = []
+    q = ssn.queues.get(name)
+    while q is not None and q.parent and q.parent not in out and q.parent != name:
+        out.append(q.parent)
+        q = ssn.queues.get(q.parent)
+    return out
+
+
+def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resources:
+    """What the job still needs to start (its gang's missing tasks), or at least `task`'s request."""
+    missing = job.min_available - job.ready_count() - job.count({S.PIPELINED})
+    pending = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
+    need = Resources()
+    for t in pending[:max(missing, 0)]:
+        need = need + t.resreq
+    if task is not None and need.is_empty():
+        need = task.resreq
+    return Resources({k: v for k, v in need.items() if k != PODS})
+
+
+def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
+    """`queue team-cv: deserved 96 nvidia.com/gpu, allocated 96, job needs 16 more` for the first queue on the way
+    up whose deserved (else real capability) the job's need exceeds; without published figures the numbers of
+    the queue are left out."""
+    figures = queue_figures(ssn)
+    q = ssn.queues.get(queue_name)
+    if q is not None and q.state != "Open":
+        return f"queue {queue_name} is {q.state}, not Open"
+    for bound_key, label in (("deserved", "deserved"), ("realCapability", "real capability")):
+        for name in [queue_name, *ancestors(ssn, queue_name)]:
+            fig = figures.get(name)
+            bound, alloc = _res(fig, bound_key), _res(fig, "allocated")
+            if bound is None or alloc is None:
+                continue
+            bad = [r for r in sorted(need) if need[r] > 0 and alloc[r] + need[r] > bound[r]]
+            if bad:
+                return f"queue {name}: " + "; ".join(
+                    f"{label} {_amount(r, bound[r])} {r}, allocated {_amount(r, alloc[r])}, "
+                    f"job needs {_amount(r, need[r])} more" for r in bad)
+    return (f"queue {queue_name}: its share allows no more now, job needs "
+            + ", ".join(f"{_amount(r, need[r])} {r}" for r in sorted(need) if need[r] > 0) + " more")
+
+
+def record_queue_bound(ssn: Session, queue, job: JobInfo, task: TaskInfo) -> None:
+    """Allocatable said no: put the queue bound, in numbers, on the job (once per session)."""
+    if job.reason:
+        return
+    job.reason = queue_bound_reason(ssn, queue.name, gang_need(ssn, job, task))
+    job.reason_code = job.reason_code or "NotEnoughResources"
+
+
+def queue_overused_reason(ssn: Session, queue) -> str:
+    fig = queue_figures(ssn).get(queue.name)
+    deserved, alloc = _res(fig, "deserved"), _res(fig, "allocated")
+    if deserved is None or alloc is None:
+        return f"queue {queue.name} is overused: it holds its deserved share already"
+    dims = [r for r in sorted(deserved) if deserved[r] > 0 or alloc[r] > 0] or sorted(alloc)
+    figs = ", ".join(f"{r} deserved {_amount(r, deserved[r])}, allocated {_amount(r, alloc[r])}" for r in dims)
+    return f"queue {queue.name} is overused ({figs}): no more allocation this session"
+
+
+def enqueue_reason(ssn: Session, job: JobInfo) -> str:
+    """Why enqueue kept the job Pending, when no plugin said it: its minResources against the queue's real
+    capability (if published) and the cluster's idle resources."""
+    need = Resources({k: v for k, v in job.min_resources.items() if k != PODS})
+    dims = [r for r in sorted(need) if need[r] > 0]
+    fig = queue_figures(ssn).get(job.queue)
+    real, alloc = _res(fig, "realCapability"), _res(fig, "allocated")
+    if real is not None and alloc is not None:
+        inq = _res(fig, "inqueue") or Resources()
+        bad = [r for r in dims if need[r] + alloc[r] + inq[r] > real[r]]
+        if bad:
+            return f"queue {job.queue}: " + "; ".join(
+                f"{r} real capability {_amount(r, real[r])}, allocated {_amount(r, alloc[r])}, inqueue "
+                f"{_amount(r, inq[r])}, job needs {_amount(r, need[r])} more" for r in bad)
+    table = ssn.table
+    idle = table.resources(table.idle.sum(axis=0)) if len(table) else Resources()
+    parts = [f"{r} needs {_amount(r, need[r])}, cluster has {_amount(r, max(idle[r], 0))} idle of "
+             f"{_amount(r, ssn.total[r])}" for r in dims]
+    return "not admitted by enqueue: minResources " + ("; ".join(parts) if parts else need.format())
+
+
+# ---------------------------------------------------------------- the job's reason
+
+
 def job_reason(ssn: Session, job: JobInfo) -> str | None:
-    """The job-level reason: the queue or enqueue reason an action set, else the gang summary."""
+    """The job-level reason, always with numbers: the queue, enqueue or validation reason an action or plugin
+    set, else the gang summary with the first task's node-fit summary."""
     if job.reason:
         return job.reason
     waiting = job.count({S.PENDING, S.PIPELINED})
@@ -77,13 +197,24 @@ def job_reason(ssn: Session, job: JobInfo) -> str | None:
     total = len(job.tasks)
     if total == 0:
         return f"no pods yet: 0/{job.min_available} pods of the gang exist"
-    missing_valid = job.min_available - job.valid_count()
+    valid = job.valid_count()
+    missing_valid = job.min_available - valid
     if missing_valid > 0:
-        return (f"{job.valid_count()}/{job.min_available} pods of the gang exist; "
+        return (f"{valid}/{job.min_available} pods of the gang exist; "
                 f"minMember {job.min_available} cannot be met until {missing_valid} more are created")
     detail = next(iter(job.fit_errors.values()), None)
     if job.is_pending():
-        return detail or f"job is Pending: waiting for enqueue"
-    unsched = waiting
-    msg = f"{unsched}/{total} tasks in gang unschedulable"
-    return f"{msg}: {detail}" if detail else msg
+        if detail:
+            return detail
+        need = Resources({k: v for k, v in job.min_resources.items() if k != PODS})
+        return (f"job is Pending: not yet admitted by enqueue ({total} pods, minMember {job.min_available}, "
+                f"minResources {need.format()})")
+    msg = f"{waiting}/{total} tasks in gang unschedulable"
+    if detail:
+        return f"{msg}: {detail}"
+    pipelined = job.count({S.PIPELINED})
+    ready = job.ready_count()
+    if pipelined:
+        return (f"{msg}: {pipelined} pipelined onto resources still being released "
+                f"({ready} ready, minAvailable {job.min_available})")
+    return f"{msg}: {ready} ready, minAvailable {job.min_available}, not placed in this session"

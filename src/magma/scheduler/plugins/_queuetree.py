@@ -84,7 +84,7 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
     As Volcano reads a capability: cpu or memory <= 0 means unlimited."""
     out = {}
     for d in dims:
-        v = spec.get(d)
+        v = spec[d] if d in spec else None
         if v is None or (d in (CPU, MEMORY) and v <= 0):
             out[d] = inherit[d] if inherit is not None and d in inherit else INF
         else:

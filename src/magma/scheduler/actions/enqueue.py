@@ -1,0 +1,68 @@
+"""enqueue: admit Pending jobs (PodGroups) to Inqueue, the gate before allocation (reference §5).
+
+Queues are popped by QueueOrder; from the popped queue one Pending job is popped by JobOrder. A job without
+minResources is admitted at once; otherwise the plugins vote (JobEnqueueable: proportion/capacity against the
+queue's real capability, overcommit against the cluster's overcommitted idle resources, ...). An admitted job
+is Inqueue (`job.phase`, written to the PodGroup at session close), the plugins hear about it (JobEnqueued:
+they count its minResources as reserved), and `job.enqueued_this_session` is set. The queue is pushed back
+either way, until all its Pending jobs were considered once.
+
+A rejected job gets a reason in numbers when no plugin gave one (reasons.enqueue_reason).
+
+magma addition (docs/volcano-differences.md, "the enqueue gate"): the gate must not keep a job Pending forever
+when preemption would run it. A rejected job that preemption could serve (higher priority than running
+preemptable work of its queue, or a queue under its deserved share while other queues are over theirs; see
+preempt.preemption_candidate) is handled in one of two ways:
+- it has pods: it stays Pending and the preempt (and reclaim) action considers it as a preemptor; if preemption
+  pipelines its gang, that action admits it (Inqueue, JobEnqueued);
+- it has no pods yet (a Volcano Job's controller creates pods only after the PodGroup left Pending): it is
+  admitted here, so that its pods get created and preemption can act on them in the next session.
+"""
+
+from __future__ import annotations
+
+from ..framework import JobInfo, QueueInfo, Session, action
+from .. import reasons
+from .allocate import OrderedHeap, sorted_by_uid
+
+
+def admit(ssn: Session, job: JobInfo) -> None:
+    ssn.job_enqueued(job)
+    job.phase = "Inqueue"
+    job.enqueued_this_session = True
+
+
+@action("enqueue")
+def enqueue(ssn: Session, arguments: dict) -> None:
+    from .preempt import preemption_candidate  # preempt imports allocate, as this module does
+
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+    seen: set[str] = set()
+    pending: dict[str, OrderedHeap[JobInfo]] = {}
+    for job in sorted_by_uid(ssn.jobs.values()):
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.push(queue)
+        if job.is_pending():
+            pending.setdefault(queue.name, OrderedHeap(ssn.job_order_cmp)).push(job)
+
+    while queues:
+        queue = queues.pop()
+        jobs = pending.get(queue.name)
+        if not jobs:
+            continue
+        job = jobs.pop()
+        if job.min_resources.is_empty() or ssn.job_enqueueable(job):
+            admit(ssn, job)
+        else:
+            if not job.reason:
+                job.reason = reasons.enqueue_reason(ssn, job)
+            if not job.tasks and preemption_candidate(ssn, job):
+                # No pods to preempt with yet: admit so that they get created (see the module docstring).
+                admit(ssn, job)
+                job.reason = (f"{job.reason}; admitted anyway: its priority {job.priority} can preempt "
+                              f"running work, pods not created yet")
+        queues.push(queue)

@@ -1,0 +1,74 @@
+"""overcommit: admit jobs while the cluster, over-committed by a factor, has room for them (Volcano's overcommit).
+
+- idle = total * overcommit-factor - used, where used is every node's used resources (pods of any scheduler,
+  terminating ones included) and the factor (argument `overcommit-factor`, default 1.2) is at least 1.
+- inqueue = minResources of Inqueue jobs, plus minResources not yet allocated of Running jobs whose allocated
+  tasks reach minMember, plus the minResources of jobs enqueued this session.
+- JobEnqueueable: Permit without minResources; else Permit when inqueue + minResources <= idle on the resources
+  minResources names; otherwise Reject, with the event "resource in cluster is overused" and the figures in
+  `job.reason`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from magma.api.resources import Resources
+
+from ..framework import PERMIT, REJECT, JobInfo, Session, plugin
+from ._queuetree import amount, exceeding_on, has_min_resources, job_inqueue, job_min_resources, requested_dims
+from ._queuetree import typed_argument
+
+NAME = "overcommit"
+DEFAULT_FACTOR = 1.2
+
+
+@plugin(NAME)
+class OvercommitPlugin:
+    def __init__(self, arguments: dict | None = None):
+        self.arguments = dict(arguments or {})
+        factor = typed_argument(NAME, self.arguments, "overcommit-factor", DEFAULT_FACTOR)
+        if not isinstance(factor, (int, float)) or factor < 1.0:
+            factor = DEFAULT_FACTOR
+        self.factor = factor
+        self.idle = Resources()
+        self.inqueue = Resources()
+        self.used = Resources()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        table = ssn.table
+        self.used = table.resources(table.used.sum(axis=0)) if len(table) else Resources()
+        self.total = ssn.total
+        self.idle = ssn.total.scaled(Fraction(str(self.factor))) - self.used
+        inqueue = Resources()
+        for job in ssn.jobs.values():
+            if not has_min_resources(job):
+                continue
+            if job.phase == "Inqueue":
+                inqueue = inqueue + job_min_resources(job)
+            else:
+                inqueue = inqueue + job_inqueue(job)
+        self.inqueue = inqueue
+        ssn.add_fn("job_enqueueable", NAME, self.job_enqueueable)
+        ssn.add_fn("job_enqueued", NAME, self.job_enqueued)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        if not has_min_resources(job):
+            return PERMIT
+        need = job_min_resources(job)
+        bad = exceeding_on(self.inqueue + need, self.idle, requested_dims(need))
+        if not bad:
+            return PERMIT
+        job.reason = "cluster over-commit limit: " + "; ".join(
+            f"{r} idle {amount(r, max(self.idle[r], 0))} (total {amount(r, self.total[r])} x {self.factor:g}"
+            f" - used {amount(r, self.used[r])}), inqueue {amount(r, self.inqueue[r])}, job needs {amount(r, need[r])}"
+            for r in bad)
+        self.ssn.record_event("Normal", "Unschedulable", "PodGroup", job.key,
+                              "resource in cluster is overused: " + ", ".join(f"overused {r}" for r in bad)
+                              + f" ({job.reason})")
+        return REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        if has_min_resources(job):
+            self.inqueue = self.inqueue + job_min_resources(job)
