@@ -943,3 +943,18 @@ def test_parse_duration_errors(text, fragment):
         assert "'90s', '15m', '1h30m', '2d' or a number of seconds" in str(info.value) or "negative" in str(
             info.value
         ) or "too large" in str(info.value)
+
+
+def test_drf_hierarchy_without_proportion_is_real_and_silent():
+    result = parse(
+        """
+        actions: "allocate"
+        tiers:
+        - plugins:
+          - name: drf
+            enableHierarchy: true
+          - name: predicates
+        """
+    )
+    assert result.errors == [] and result.warnings == []
+    assert result.config.plugin("drf").enabled("enableHierarchy")

@@ -197,9 +197,9 @@ DRF_HIERARCHY_WITH_PROPORTION = (
     "volcano.sh/hierarchy annotations"
 )
 DRF_HIERARCHY_IGNORED = (
-    "magma does not implement Volcano's annotation-based hierarchical DRF (queue annotations volcano.sh/hierarchy "
-    "and volcano.sh/hierarchy-weights), so this flag is ignored: drf orders jobs by dominant resource share within "
-    "their queue. For hierarchical queues use Queue spec.parent with proportion or capacity"
+    "proportion is configured in another tier and computes queue shares along Queue spec.parent, so drf's "
+    "annotation-based hierarchy (volcano.sh/hierarchy, volcano.sh/hierarchy-weights) is ignored: drf orders jobs "
+    "by dominant resource share within their queue"
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1065,8 +1065,11 @@ class _Parser:
                 continue
             tier = path[:2]
             proportion_here = any(p[:2] == tier and o.name == "proportion" for p, o in placed)
-            message = DRF_HIERARCHY_WITH_PROPORTION if proportion_here else DRF_HIERARCHY_IGNORED
-            self.warn((*path, "enableHierarchy"), message)
+            if proportion_here:
+                self.warn((*path, "enableHierarchy"), DRF_HIERARCHY_WITH_PROPORTION)
+            elif "proportion" in first:
+                self.warn((*path, "enableHierarchy"), DRF_HIERARCHY_IGNORED)
+            # Without proportion, drf's hierarchy is real: queues' volcano.sh/hierarchy annotations apply.
 
     def _configurations(self, doc: dict, actions: list[str]) -> list[ActionConfiguration]:
         path: Path = ("configurations",)

@@ -7,7 +7,7 @@ keep their original text. Only the parts the scheduler, controller and admission
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -324,18 +324,15 @@ class ContainerStatus(KubeModel):
     state: ContainerState = Field(default_factory=ContainerState)
 
 
+# A container status as typed, or a plain dict that code wrote without building the model (kept as it is).
+ContainerStatusEntry = Annotated[Union[ContainerStatus, dict[str, Any]], Field(union_mode="left_to_right")]
+
+
 class PodStatus(KubeModel):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] | None = None
     conditions: list[PodCondition] = Field(default_factory=list)
-    container_statuses: list[ContainerStatus] = Field(default_factory=list)
-    init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
-
-    def exit_code(self) -> int:
-        """The first container's termination exit code (what Volcano's exitCode policies read), else 0."""
-        for cs in self.container_statuses[:1]:
-            if cs.state.terminated is not None:
-                return cs.state.terminated.exit_code
-        return 0
+    container_statuses: list[ContainerStatusEntry] = Field(default_factory=list)
+    init_container_statuses: list[ContainerStatusEntry] = Field(default_factory=list)
 
 
 class PodTemplateSpec(KubeModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import simulate, validate
+from . import explain, simulate, validate
 
 app = typer.Typer(
     name="magma",
@@ -15,6 +15,7 @@ app = typer.Typer(
 )
 app.command("validate")(validate.validate)
 app.command("simulate")(simulate.simulate)
+app.command("explain")(explain.explain)
 
 
 @app.callback()

@@ -14,7 +14,7 @@ import numpy as np
 
 from magma.api.resources import PODS, Resources
 
-from .framework import JobInfo, PredicateResult, Session, TaskInfo, TaskStatus
+from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus
 
 S = TaskStatus
 
@@ -110,11 +110,13 @@ def ancestors(ssn: Session, name: str) -> list[str]:
 
 
 def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resources:
-    """What the job still needs to start (its gang's missing tasks), or at least `task`'s request."""
-    missing = job.min_available - job.ready_count() - job.count({S.PIPELINED})
-    pending = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
+    """What the job still needs to start: the requests of its gang's missing tasks, counting only what is bound
+    or pipelined (a gang half-placed in an open statement counts as not placed), or at least `task`'s request."""
+    placed = job.count(READY - {S.ALLOCATED}) + job.count({S.PIPELINED})
+    missing = job.min_available - placed
+    waiting = ssn.sorted_tasks([t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)])
     need = Resources()
-    for t in pending[:max(missing, 0)]:
+    for t in waiting[:max(missing, 0)]:
         need = need + t.resreq
     if task is not None and need.is_empty():
         need = task.resreq

@@ -6,15 +6,15 @@ Tests open sessions directly (snapshot + config + the plugins under test), witho
 from __future__ import annotations
 
 import textwrap
-import types
 from typing import Any, Iterable
 
 from magma.api.config import default_config, parse_config
+from magma.api.defaults import builtin_queues
 from magma.api.objects import Node, Pod, PodGroup, PriorityClass, Queue
 from magma.cluster.memory import MemoryCluster
 from magma.scheduler.framework import PLUGINS, Session, build
 
-import magma.scheduler.plugins  # noqa: F401  (registers the plugins)
+import magma.scheduler.plugins  # noqa: F401,E402  (registers the plugins)
 
 
 def node(name: str, gpu: int = 8, cpu: int = 96, memory: str = "1Ti", labels: dict | None = None) -> Node:
@@ -80,7 +80,9 @@ def pod(name: str, group: str, ns: str = "default", gpu: int = 0, cpu: float = 1
         node: str | None = None, phase: str | None = None, priority: int | None = None, role: str = "",
         annotations: dict | None = None, priority_class: str | None = None, creation: float = 0.0,
         labels: dict | None = None) -> Pod:
-    req: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
+    req: dict[str, Any] = {"cpu": str(cpu)}
+    if memory:
+        req["memory"] = memory
     if gpu:
         req["nvidia.com/gpu"] = str(gpu)
     ann = {"scheduling.k8s.io/group-name": group, **(annotations or {})}
@@ -159,6 +161,8 @@ def open_session(objects: list, conf=None, plugins: Iterable[str] | None = None,
     """Snapshot + session, opening the named plugins (default: every configured plugin we implement)."""
     conf = conf if conf is not None else default_config()
     if cluster is None:
+        have = {o.name for o in objects if isinstance(o, Queue)}
+        objects = list(objects) + [q for q in builtin_queues() if q.name not in have]
         cluster = MemoryCluster(objects, clock=lambda: now)
     else:
         cluster.clock = lambda: now
@@ -188,7 +192,7 @@ def close(ssn: Session) -> None:
 
 
 def job(ssn: Session, name: str, ns: str = "default"):
-    return ssn.jobs[f"{ns}/{name}"]
+    return next(j for j in ssn.jobs.values() if j.key == f"{ns}/{name}")
 
 
 def task(ssn: Session, name: str, ns: str = "default"):

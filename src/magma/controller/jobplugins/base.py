@@ -199,7 +199,7 @@ def add_env(container: Container, name: str, value: str | None = None,
         item["valueFrom"] = value_from
     else:
         item["value"] = value if value is not None else ""
-    container.env.append(item)
+    container.env = [*container.env, item]  # assignment marks the field as set, so it is dumped
 
 
 def env_value(container: Container, name: str) -> str | None:

@@ -102,6 +102,7 @@ class PytorchPlugin(JobPlugin):
             "  sleep 2\n  ELAPSED=$((ELAPSED + 2))\ndone\n"
             'echo "Master node is ready!"'
         )
-        pod.spec.init_containers.append(Container.model_validate({
+        init = Container.model_validate({
             "name": "wait-for-master", "image": self.wait_master_image, "command": ["sh", "-c", script],
-        }))
+        })
+        pod.spec.init_containers = [*pod.spec.init_containers, init]  # assignment: dumped as set

@@ -121,6 +121,9 @@ class SvcPlugin(JobPlugin):
         })
 
     def _sync_configmap(self, job: Job, ctx: PluginContext) -> None:
+        existing = ctx.cluster.get("ConfigMap", f"{job.namespace}/{self.configmap_name(job)}")
+        if existing is not None and getattr(existing, "data", None) == generate_hosts(job):
+            return
         cm = self._configmap(job)
         ctx.create_or_update(cm, same=lambda old: getattr(old, "data", None) == cm.data)
 

@@ -358,10 +358,11 @@ class Allocator:
         self.changed = []
         self.version = 0
         self.sensitive = any(placement_sensitive(t) for t in tasks)
+        blocked: TaskInfo | None = None  # a task the queue refused (its reason is written after the turn)
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
-                reasons.record_queue_bound(ssn, queue, job, task)
+                blocked = blocked or task
                 continue
             key = group_key(task)
             cands = groups.get(key)
@@ -387,8 +388,12 @@ class Allocator:
             if ssn.job_ready(job):
                 break
         if ssn.job_ready(job) or ssn.job_pipelined(job):
+            if blocked is not None and not ssn.job_ready(job):
+                reasons.record_queue_bound(ssn, queue, job, blocked)
             return stmt
         stmt.discard()
+        if blocked is not None:
+            reasons.record_queue_bound(ssn, queue, job, blocked)
         return None
 
 

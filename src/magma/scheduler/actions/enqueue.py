@@ -34,7 +34,9 @@ def admit(ssn: Session, job: JobInfo) -> None:
 
 @action("enqueue")
 def enqueue(ssn: Session, arguments: dict) -> None:
-    from .preempt import preemption_candidate  # preempt imports allocate, as this module does
+    from .preempt import RunningWork, preemption_candidate  # preempt imports allocate, as this module does
+
+    work: RunningWork | None = None
 
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     seen: set[str] = set()
@@ -60,7 +62,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
         else:
             if not job.reason:
                 job.reason = reasons.enqueue_reason(ssn, job)
-            if not job.tasks and preemption_candidate(ssn, job):
+            if not job.tasks and preemption_candidate(ssn, job, work := work or RunningWork(ssn)):
                 # No pods to preempt with yet: admit so that they get created (see the module docstring).
                 admit(ssn, job)
                 job.reason = (f"{job.reason}; admitted anyway: its priority {job.priority} can preempt "

@@ -193,6 +193,13 @@ class Session:
                 return all(fn(job) for _, fn in tier)
         return False
 
+    def job_starving_any(self, job: JobInfo) -> bool:
+        """OR over the same tier: magma's preempt and reclaim use this (Volcano #3787, see preempt.py)."""
+        for tier in self._enabled("job_starving"):
+            if tier:
+                return any(fn(job) for _, fn in tier)
+        return False
+
     # ---------------------------------------------------------------- victims
     def _victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         for tier in self._enabled(point):

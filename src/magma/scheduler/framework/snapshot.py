@@ -131,19 +131,22 @@ def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULE
     snap.total = Resources({k: v for k, v in table.total().items() if k != PODS})
 
     # Jobs from PodGroups whose queue exists.
+    by_key: dict[str, JobInfo] = {}
     for pg in state.podgroups.values():
         queue = pg.spec.queue or "default"
         if queue not in snap.queues:
             snap.skipped.append(f"PodGroup {pg.key}: queue {queue!r} does not exist")
             continue
-        snap.jobs[pg.key] = _job_from_podgroup(pg, queue, pcs, global_default)
+        job = _job_from_podgroup(pg, queue, pcs, global_default)
+        snap.jobs[job.uid] = job  # keyed by uid, as TaskInfo.job refers to it
+        by_key[pg.key] = job
 
     for p in pods:
         status = task_status(p)
         group = p.group_name
         owned = p.spec.scheduler_name in names
         job_key = f"{p.namespace}/{group}" if group else None
-        job = snap.jobs.get(job_key) if job_key else None
+        job = by_key.get(job_key) if job_key else None
         if job is None and owned and not group:
             job = _job_for_bare_pod(p, pcs, global_default, snap)
         task = None

@@ -33,7 +33,7 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 
-from magma.api.resources import CPU, MEMORY, PODS
+from magma.api.resources import CPU, MEMORY
 
 from ..framework import EventHandler, Session, TaskInfo
 from . import _selectors as sel
@@ -75,6 +75,7 @@ class PodTerms:
     spread_soft: tuple[SpreadConstraint, ...] = ()
     affinity_key: Hashable = ()  # what required node affinity depends on
     toleration_key: Hashable = ()
+    preferred_key: Hashable = ()
 
     @property
     def static_key(self) -> Hashable:
@@ -138,6 +139,7 @@ def parse_pod_terms(task: TaskInfo) -> PodTerms:
             t.spread_soft += (s,)
     t.affinity_key = (t.node_selector, None if t.required_terms is None else tuple(_dump(x) for x in t.required_terms))
     t.toleration_key = tuple(_dump(x) for x in t.tolerations)
+    t.preferred_key = tuple((w, _dump(p)) for w, p in t.preferred_terms)
     return t
 
 
@@ -149,6 +151,9 @@ def nonzero_extra(task: TaskInfo) -> tuple[int, int]:
         return (DEFAULT_MILLI_CPU if task.resreq[CPU] == 0 else 0,
                 DEFAULT_MEMORY if task.resreq[MEMORY] == 0 else 0)
     spec = pod.spec
+    q = task.resreq
+    if q[CPU] and q[MEMORY] and len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
+        return 0, 0  # one container asking for both: nothing is missing
 
     def missing(c) -> tuple[int, int]:
         r = c.resources
@@ -372,11 +377,28 @@ class NodeIndex:
         return (pod.namespace, tuple(sorted(pod.labels.items())), terminating)
 
     def _build(self) -> None:
-        self._placed = {}
+        # The first use in a session: one pass over the pods on nodes (no trackers exist yet).
+        self._placed = placed = {}
+        facts = self._facts
+        removed = self._removed
         for nd in self.nodes:
+            row = nd.index
             for t in nd.tasks.values():
-                if t.pod is not None and t.uid not in self._removed:
-                    self._add(t, nd.index)
+                if t.pod is None or t.uid in removed:
+                    continue
+                fk = self._facts_key(t)
+                fc = facts.get(fk)
+                if fc is None:
+                    fc = facts[fk] = FactClass(fk[0], dict(fk[1]), fk[2])
+                fc.members[t.uid] = row
+                placed[t.uid] = (t, fk)
+                if len(t.shape) < 2 or t.shape[1]:
+                    self._carry(t, row, 1)
+        for tr in self._trackers.values():  # none in practice: trackers build after this
+            tr.counts[:] = 0
+            for fk, fc in facts.items():
+                if fc.members and tr.matches(fk, fc):
+                    np.add.at(tr.counts, np.fromiter(fc.members.values(), dtype=np.int64, count=len(fc.members)), 1)
 
     def _add(self, task: TaskInfo, row: int) -> None:
         fk = self._facts_key(task)
@@ -514,7 +536,3 @@ class NodeIndex:
         req[row, : len(task.vec)] -= task.vec
         if self._placed is not None and task.uid in self._placed:
             self._remove(task.uid)
-
-
-def pods_column(table) -> int:
-    return table.col[PODS]

@@ -14,11 +14,12 @@ Not a plugin: the registry imports this module like the others, and it registers
 from __future__ import annotations
 
 import functools
+from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable
 
-from magma.api.resources import CPU, MEMORY, PODS, Resources
+from magma.api.resources import CPU, MEMORY, PODS, Resources, is_bytes, scale
 
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus
 
@@ -78,17 +79,27 @@ def no_pods(res: Resources) -> Resources:
     return Resources({k: v for k, v in res.items() if k != PODS})
 
 
-def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None = None) -> Resources:
+def capability_names(q: QueueInfo | None) -> set[str]:
+    """The resources a queue's capability names, a zero included (`nvidia.com/gpu: 0` is a limit of zero)."""
+    if q is None:
+        return set()
+    if q.queue is not None:
+        return set(q.queue.spec.capability) - {PODS}
+    return set(q.capability) - {PODS}
+
+
+def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None = None,
+                 named: Iterable[str] | None = None) -> Resources:
     """A capability as a limit over `dims`: the given amounts, INF (or the inherited limit) where not given.
 
-    As Volcano reads a capability: cpu or memory <= 0 means unlimited."""
+    As Volcano reads a capability: cpu or memory <= 0 means unlimited; another resource named with 0 is 0."""
+    named = set(spec) if named is None else set(named) | set(spec)
     out = {}
     for d in dims:
-        v = spec[d] if d in spec else None
-        if v is None or (d in (CPU, MEMORY) and v <= 0):
-            out[d] = inherit[d] if inherit is not None and d in inherit else INF
+        if d not in named or (d in (CPU, MEMORY) and spec[d] <= 0):
+            out[d] = inherit[d] if inherit is not None else INF  # a limit vector names every dimension
         else:
-            out[d] = v
+            out[d] = spec[d]
     return Resources(out)
 
 
@@ -98,9 +109,12 @@ def finite(res: Resources) -> Resources:
 
 
 def amount(name: str, value: int) -> str:
+    """A figure for reasons: memory-like resources as quantities (64Gi), others in their unit (22.4)."""
     if value >= INF // 2:
         return "unlimited"
-    return Resources({name: int(value)}).quantity_text(name) if value else "0"
+    if is_bytes(name):
+        return Resources({name: int(value)}).quantity_text(name) if value else "0"
+    return f"{value / scale(name):g}"
 
 
 def share(allocated: Resources, base: Resources) -> float:
@@ -260,9 +274,9 @@ class QueueTree:
         return tuple(reversed(self.ancestors(name))) + (name,)
 
     def top_down(self) -> list[str]:
-        out, stack = [], [ROOT]
+        out, stack = [], deque([ROOT])
         while stack:
-            n = stack.pop(0)
+            n = stack.popleft()
             out.append(n)
             stack.extend(self.children(n))
         return out

@@ -39,7 +39,6 @@ that does not reach root (missing parent, cycle) is hung under root instead of f
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from magma.api.resources import CPU, MEMORY, PODS, Resources
@@ -50,6 +49,7 @@ from ._queuetree import (
     QueueAttr,
     QueueTree,
     amount,
+    capability_names,
     exceeding_on,
     has_min_resources,
     job_elastic,
@@ -126,7 +126,7 @@ class CapacityPlugin:
         return QueueAttr(
             name=name, weight=q.weight if q else 1, priority=q.priority if q else 0,
             guarantee=no_pods(q.guarantee) if q else Resources(),
-            capability=limit_vector(cap_spec, dims, inherit),
+            capability=limit_vector(cap_spec, dims, inherit, named=capability_names(q)),
             deserved=no_pods(q.deserved_spec) if q else Resources(),
         )
 

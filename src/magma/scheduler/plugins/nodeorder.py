@@ -186,7 +186,7 @@ class NodeOrder:
     def node_affinity(self, task: TaskInfo, pt: PodTerms, rows: np.ndarray) -> np.ndarray:
         if not pt.preferred_terms:
             return np.zeros(len(rows), dtype=np.int64)
-        key = tuple((w, p.model_dump_json()) for w, p in pt.preferred_terms)
+        key = pt.preferred_key
         full = self._pref_rows.get(key)
         if full is None:
             full = np.zeros(self.index.n, dtype=np.int64)

@@ -23,9 +23,11 @@ Hierarchy (magma; Volcano's proportion is flat): queues form a tree by Queue `sp
 is configured. The root's deserved is the cluster total (capped by root's capability); each parent's deserved
 is water-filled among its children that have jobs below them, by weight, with each child's request, allocation,
 inqueue and elastic summed over its subtree, its guarantee at least the sum of its children's guarantees, and
-its realCapability computed from its parent's. Only leaf queues hold jobs. Allocatable, Preemptive, Overused and
-JobEnqueueable check the queue and every ancestor below root, so a team cannot take more than its department
-deserves. With every queue directly under root this is Volcano's flat computation, number for number.
+its realCapability computed from its parent's. Only leaf queues hold jobs. Allocatable and JobEnqueueable check the
+queue and every ancestor below root, so a team cannot take more than its department deserves; Overused and
+Preemptive look at the leaf alone, so a team under a full department can still reclaim from an over-served
+sibling (the department's total does not change). With every queue directly under root this is Volcano's flat
+computation, number for number.
 
 Other deliberate differences from Volcano:
 - The siblings' deserved never add up to more than what they share (see `water_fill`: Volcano's guarantee floor
@@ -52,6 +54,7 @@ from ._queuetree import (
     QueueAttr,
     QueueTree,
     amount,
+    capability_names,
     exceeding_on,
     has_min_resources,
     job_elastic,
@@ -85,7 +88,8 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     dims = _dims(ssn)
     info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
     guarantee = {n: no_pods(q.guarantee) if q else Resources() for n, q in info.items()}
-    capability = {n: limit_vector(no_pods(q.capability) if q else Resources(), dims) for n, q in info.items()}
+    capability = {n: limit_vector(no_pods(q.capability) if q else Resources(), dims, named=capability_names(q))
+                  for n, q in info.items()}
 
     order = tree.top_down()
     eff = {}
@@ -164,7 +168,7 @@ class ProportionPlugin:
         ssn.add_fn("queue_order", NAME, self.queue_order)
         ssn.add_fn("overused", NAME, self.overused)
         ssn.add_fn("allocatable", NAME, self.allocatable)
-        ssn.add_fn("preemptive", NAME, self.allocatable)
+        ssn.add_fn("preemptive", NAME, self.preemptive)
         ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.reclaim_victims(actor, cands), False))
         ssn.add_fn("job_enqueueable", NAME, self.job_enqueueable)
         ssn.add_fn("job_enqueued", NAME, self.job_enqueued)
@@ -202,7 +206,9 @@ class ProportionPlugin:
         return (ax.share > by.share) - (ax.share < by.share)
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(at.deserved.less_equal(at.allocated, "zero") for at in self.chain(queue.name))
+        """The leaf alone: a team whose department is full may still reclaim from a sibling team."""
+        at = self.attrs.get(queue.name)
+        return at is not None and at.deserved.less_equal(at.allocated, "zero")
 
     def not_allocatable(self, queue: QueueInfo, task: TaskInfo) -> str | None:
         """Why `task` may not be allocated in `queue` now (None when it may), with the figures."""
@@ -222,6 +228,18 @@ class ProportionPlugin:
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.not_allocatable(queue, task) is None
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Whether the queue may reclaim for `task`: Open, a leaf, and within its own deserved with the task.
+
+        Ancestors are not checked: reclaiming from a sibling leaves the parent's allocation unchanged, and
+        Reclaimable only gives victims from a branch that is over its deserved."""
+        if queue.state != "Open" or not self.tree.is_leaf(queue.name):
+            return False
+        at = self.attrs.get(queue.name)
+        if at is None:
+            return False
+        return not exceeding_on(at.allocated + task.resreq, at.deserved, requested_dims(task.resreq))
 
     # ---------------------------------------------------------------- reclaim
     def reclaim_victims(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:

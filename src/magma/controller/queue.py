@@ -1,0 +1,185 @@
+"""The Queue controller: queue states and PodGroup counts (Volcano's pkg/controllers/queue, restated).
+
+`QueueController(cluster).sync()`:
+
+- Commands (`bus.volcano.sh/v1alpha1` Command with targetObject kind Queue; what `vcctl queue operate -a
+  open|close` issues) are executed and deleted: OpenQueue, CloseQueue.
+- States: a queue without a state is Open. CloseQueue on an Open (or Unknown) queue -> Closing while some of
+  its PodGroups still run, else Closed; Closing -> Closed once none does. OpenQueue on a Closed, Closing or
+  Unknown queue -> Open. `root` cannot be closed. The scheduler admits no new work from a queue that is not Open.
+- Hierarchy: closing a queue closes its open children too (marking them `volcano.sh/closed-by-parent: "true"`);
+  opening it reopens the children it closed. A queue whose parent is Closed or Closing cannot be opened.
+- status: pending, inqueue, running, unknown, completed = how many of the queue's PodGroups are in each
+  phase; written (with the state) only when they change.
+- Events on the Queue: OpenQueue, CloseQueue (Normal on success, Warning when refused).
+
+Deliberate difference: Volcano moves Closing -> Closed only once the queue has no PodGroup at all, so a queue
+holding a finished or never-admitted PodGroup stays Closing for ever; magma closes it once none of its PodGroups
+is Running or Unknown (the phases in which pods run), which is what "drain, then close" means.
+"""
+
+from __future__ import annotations
+
+from magma.api.objects import Command, Queue
+from magma.cluster.interface import Cluster, ClusterError, ClusterState
+
+OPEN = "Open"
+CLOSED = "Closed"
+CLOSING = "Closing"
+UNKNOWN = "Unknown"
+OPEN_QUEUE = "OpenQueue"
+CLOSE_QUEUE = "CloseQueue"
+CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
+ROOT = "root"
+#: PodGroup phases that keep a Closing queue from closing.
+BUSY_PHASES = frozenset({"Running", "Unknown"})
+COUNTED = (("Pending", "pending"), ("Inqueue", "inqueue"), ("Running", "running"), ("Unknown", "unknown"),
+           ("Completed", "completed"))
+
+
+def _time(ts: object) -> float:
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return float(ts)
+    return 0.0
+
+
+class QueueController:
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self._changed = False
+
+    # ---------------------------------------------------------------- public
+    def sync(self) -> bool:
+        """Execute queue Commands, then bring every queue's state and counts up to date. True if anything changed."""
+        self._changed = False
+        state = self.cluster.state()
+        for cmd in self._queue_commands(state):
+            self._consume(cmd)
+            name = cmd.target_object.name if cmd.target_object else ""
+            queue = state.queues.get(name)
+            if queue is None:
+                self.cluster.record_event("Warning", cmd.action or "Command", "Command", cmd.key,
+                                          f"Queue {name} not found; command {cmd.action} dropped")
+                continue
+            if cmd.action == OPEN_QUEUE:
+                self._open(state, queue)
+            elif cmd.action == CLOSE_QUEUE:
+                self._close(state, queue)
+            else:
+                self.cluster.record_event("Warning", "Command", "Queue", queue.name,
+                                          f"unknown queue action {cmd.action!r} (OpenQueue, CloseQueue)")
+        counts = self._counts(state)
+        for name in sorted(state.queues):
+            queue = state.queues[name]
+            self._sync_queue(state, queue, counts.get(name, {}))
+        return self._changed
+
+    # ---------------------------------------------------------------- commands
+    @staticmethod
+    def _queue_commands(state: ClusterState) -> list[Command]:
+        cmds = [c for c in state.commands.values()
+                if c.target_object is not None and c.target_object.kind == "Queue"]
+        return sorted(cmds, key=lambda c: (_time(c.metadata.creation_timestamp), c.name))
+
+    def _consume(self, cmd: Command) -> None:
+        self.cluster.delete("Command", cmd.key)
+        self._changed = True
+
+    # ---------------------------------------------------------------- state machine
+    @staticmethod
+    def _state(queue: Queue) -> str:
+        return queue.status.state or OPEN
+
+    def _busy(self, state: ClusterState, name: str) -> int:
+        return sum(1 for pg in state.podgroups.values()
+                   if (pg.spec.queue or "default") == name and (pg.status.phase or "Pending") in BUSY_PHASES)
+
+    def _set_state(self, queue: Queue, new: str, reason: str, message: str, type_: str = "Normal") -> None:
+        if self._state(queue) == new and queue.status.state == new:
+            return
+        self.cluster.update_queue_status(queue.name, {"state": new})
+        self._changed = True
+        if message:
+            self.cluster.record_event(type_, reason, "Queue", queue.name, message)
+
+    def _annotate(self, queue: Queue, value: str) -> None:
+        if queue.metadata.annotations.get(CLOSED_BY_PARENT) == value:
+            return
+        if value == "false" and CLOSED_BY_PARENT not in queue.metadata.annotations:
+            return
+        queue.metadata.annotations[CLOSED_BY_PARENT] = value
+        try:
+            self.cluster.update(queue)
+        except ClusterError:
+            return
+        self._changed = True
+
+    def _children(self, state: ClusterState, name: str) -> list[Queue]:
+        return [q for q in state.queues.values() if q.name != ROOT and q.parent_name == name]
+
+    def _close(self, state: ClusterState, queue: Queue) -> None:
+        if queue.name == ROOT:
+            self.cluster.record_event("Warning", CLOSE_QUEUE, "Queue", queue.name, "the root queue cannot be closed")
+            return
+        current = self._state(queue)
+        if current in (OPEN, UNKNOWN):
+            for child in self._children(state, queue.name):
+                if self._state(child) not in (CLOSED, CLOSING):
+                    self._annotate(child, "true")
+                    self._close(state, child)
+        busy = self._busy(state, queue.name)
+        if current == CLOSED:
+            return
+        if busy:
+            self._set_state(queue, CLOSING, CLOSE_QUEUE,
+                            f"Closing queue: {busy} PodGroups still running; it closes when they finish")
+        else:
+            self._set_state(queue, CLOSED, CLOSE_QUEUE, "Close queue succeed")
+
+    def _open(self, state: ClusterState, queue: Queue) -> None:
+        current = self._state(queue)
+        if current != OPEN:
+            parent = state.queues.get(queue.parent_name or "") if queue.parent_name not in (None, ROOT) else None
+            if parent is not None and self._state(parent) in (CLOSED, CLOSING):
+                self.cluster.record_event(
+                    "Warning", OPEN_QUEUE, "Queue", queue.name,
+                    f"cannot open queue {queue.name}: its parent {parent.name} is {self._state(parent)}; open the "
+                    f"parent first")
+                return
+            self._set_state(queue, OPEN, OPEN_QUEUE, f"Open queue succeed (was {current})")
+        for child in self._children(state, queue.name):
+            if child.metadata.annotations.get(CLOSED_BY_PARENT) == "true":
+                self._open(state, child)
+        self._annotate(queue, "false")
+
+    def _sync_queue(self, state: ClusterState, queue: Queue, counts: dict[str, int]) -> None:
+        current = queue.status.state
+        if not current:
+            self._set_state(queue, OPEN, OPEN_QUEUE, "")
+        elif current == CLOSING and not self._busy(state, queue.name):
+            self._set_state(queue, CLOSED, CLOSE_QUEUE, "Close queue succeed: no PodGroup runs any more")
+        elif current == OPEN and queue.name != ROOT:
+            parent = state.queues.get(queue.parent_name or "")
+            if parent is not None and self._state(parent) in (CLOSED, CLOSING):
+                # the parent closed while this child was open (e.g. a manifest's initial state): follow it
+                self._annotate(queue, "true")
+                self._close(state, queue)
+        status = {field: counts.get(phase, 0) for phase, field in COUNTED}
+        extra = queue.status.model_extra or {}
+        if any(extra.get(k, getattr(queue.status, k, None)) != v for k, v in status.items()):
+            self.cluster.update_queue_status(queue.name, status)
+            self._changed = True
+
+    @staticmethod
+    def _counts(state: ClusterState) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for pg in state.podgroups.values():
+            q = pg.spec.queue or "default"
+            phase = pg.status.phase or "Pending"
+            per = out.setdefault(q, {})
+            per[phase] = per.get(phase, 0) + 1
+        return out
+
+
+__all__ = ["QueueController", "OPEN", "CLOSED", "CLOSING", "UNKNOWN", "OPEN_QUEUE", "CLOSE_QUEUE",
+           "CLOSED_BY_PARENT"]

@@ -1,0 +1,806 @@
+"""preempt: make room for starving jobs by evicting other work, gang-aware (reference §5, with magma's fixes).
+
+Volcano's preempt, as magma keeps it:
+- Preemptors are jobs that are not Pending, pass JobValid and are starving; they are visited queue by queue
+  (QueueOrder), job by job (JobOrder), task by task (TaskOrder), while the job stays starving. Each preemptor
+  task looks for a node where evicting victims makes its request fit FutureIdle; the victims are Bound or Running,
+  `volcano.sh/preemptable` tasks of *other jobs of the same queue* that the plugins' Preemptable vote allows
+  (a BestEffort preemptor only takes BestEffort victims). The task is pipelined onto that node (status
+  Pipelined, nominated node); the job's statement is committed (evictions happen, with reason "preempt") only if
+  JobPipelined holds, otherwise discarded. Phase 2: within each starving job, pending tasks may evict the job's own
+  lower-priority tasks. `preemptionPolicy: Never` preemptors never evict.
+
+magma's deliberate differences ("preemption that happens when users expect it", docs/volcano-differences.md):
+1. Starving (Volcano #3787): Volcano ANDs the starving votes of the first tier (priority's "fewer ready than
+   tasks" and gang's "fewer ready than minAvailable"), so a job whose gang already runs never preempts for its
+   other pods. magma's preempt and reclaim take a job as starving when *any* plugin of that tier says so
+   (`Session.job_starving_any`).
+2. The enqueue gate: a Pending job never reaches Volcano's preempt. magma's preempt also considers Pending jobs
+   that preemption could serve (`preemption_candidate`: pods exist, its priority is above that of some running
+   preemptable work of its queue, or its queue is under its deserved share while another reclaimable queue is
+   over its own); when their gang gets pipelined, the action admits them (Inqueue, JobEnqueued).
+3. Across queues: Volcano's preempt only looks inside the preemptor's queue (taking back from other queues is
+   reclaim's job, often not configured). magma's preempt, when a task finds no room inside its queue and its
+   queue is entitled to more (Preemptive: allocated + request <= deserved, with a share plugin publishing
+   deserved shares), takes from other queues exactly as reclaim would: Running-or-Bound victims of queues that are
+   reclaimable and over their deserved share, as the Reclaimable vote allows.
+4. Victims, gang-aware: per candidate node magma compares victim sets instead of evicting lowest-priority tasks
+   one by one. A job pushed below its minAvailable is evicted whole (its pods on other nodes are released too,
+   reason "preempt"/"reclaim"), and that cost counts: the set chosen has the lowest highest-priority, then the
+   fewest jobs, then the fewest pods, per preemptor task that the freed room serves (evicting a 2-pod gang that
+   frees two nodes for a 2-pod preemptor is as cheap as one single-pod job per task). Nodes are compared by that
+   cost, then by score, then by row (Volcano takes the first workable node in score order). At most
+   `maxCandidateNodesAbsolute` (default 100) workable nodes are compared per task.
+5. Belt and braces, checked here whatever the plugins vote: `volcano.sh/preemptable: "false"`
+   (TaskInfo.preemptable), system-critical pods (TaskInfo.critical), `preemptionPolicy: Never` on the preemptor,
+   `reclaimable: false` queues (and their sub-queues, across queues), jobs placed or pipelined in this session;
+   across queues no queue (nor ancestor outside the preemptor's branch) is taken below its guarantee, counting
+   the whole-gang releases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magma.api.resources import PODS, Resources
+
+from ..framework import (
+    ALLOCATED,
+    READY,
+    JobInfo,
+    QueueInfo,
+    Session,
+    Statement,
+    TaskInfo,
+    TaskStatus,
+    action,
+)
+from .. import reasons
+from .allocate import OrderedHeap, PredicateCache, enqueue_configured, flag, group_key, sorted_by_uid
+
+S = TaskStatus
+PREEMPT_STATUSES = frozenset({S.BOUND, S.RUNNING})  # Volcano's PreemptableStatus
+RECLAIM_STATUSES = frozenset({S.RUNNING})  # Volcano's reclaim takes Running tasks only
+WHOLE_STATUSES = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole evicts
+UNSETTLED = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})  # placed this session: never a victim
+MAX_COMBO_JOBS = 3
+MAX_COMBOS = 4096
+
+
+# ---------------------------------------------------------------- job selection
+
+
+def starving(ssn: Session, job: JobInfo) -> bool:
+    """magma's starving test (difference 1): any vote of the deciding tier, not all of them."""
+    any_vote = getattr(ssn, "job_starving_any", None)
+    return any_vote(job) if any_vote is not None else ssn.job_starving(job)
+
+
+def evictable(task: TaskInfo) -> bool:
+    return task.preemptable and not task.critical
+
+
+def settled(job: JobInfo) -> bool:
+    return not any(t.status in UNSETTLED for t in job.tasks.values())
+
+
+def queue_chain(ssn: Session, name: str) -> list[str]:
+    return [name, *reasons.ancestors(ssn, name)]
+
+
+def _figure(figs: dict, name: str, key: str) -> Resources | None:
+    fig = figs.get(name)
+    if not fig or fig.get(key) is None:
+        return None
+    v = fig[key]
+    return v if isinstance(v, Resources) else Resources(v)
+
+
+def _over(alloc: Resources, deserved: Resources) -> bool:
+    """Volcano's "allocated is not <= deserved" (absent = 0)."""
+    return not alloc.less_equal(deserved, "zero")
+
+
+class RunningWork:
+    """Who runs evictable work, per queue, for `preemption_candidate` (computed once per action)."""
+
+    def __init__(self, ssn: Session):
+        self.min_priority: dict[str, int] = {}
+        for job in ssn.jobs.values():
+            if any(t.status in PREEMPT_STATUSES and evictable(t) for t in job.tasks.values()):
+                self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
+        self.figures = reasons.queue_figures(ssn)
+        self.over: list[str] = []
+        for q in sorted(self.min_priority):
+            qi = ssn.queues.get(q)
+            d, a = _figure(self.figures, q, "deserved"), _figure(self.figures, q, "allocated")
+            if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
+                self.over.append(q)
+
+
+def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = None) -> bool:
+    """Could preemption run this Pending job (difference 2)? Its queue is Open and either a lower-priority job of
+    the same queue runs preemptable work, or its queue stays within its deserved share with the job's need while
+    another reclaimable queue is over its own."""
+    queue = ssn.queues.get(job.queue)
+    if queue is None or queue.state != "Open":
+        return False
+    if job.tasks and all(t.never_preempts for t in job.pending_tasks()):
+        return False
+    work = work or RunningWork(ssn)
+    if work.min_priority.get(job.queue, job.priority) < job.priority:
+        return True
+    deserved = _figure(work.figures, job.queue, "deserved")
+    alloc = _figure(work.figures, job.queue, "allocated")
+    if deserved is None or alloc is None:
+        return False
+    need = reasons.gang_need(ssn, job) if job.tasks else Resources(
+        {k: v for k, v in job.min_resources.items() if k != PODS})
+    if not (alloc + need).less_equal(deserved, "zero"):
+        return False
+    return any(q != job.queue for q in work.over)
+
+
+# ---------------------------------------------------------------- victim plans
+
+
+@dataclass
+class Unit:
+    """Evicting some pods of one victim job: a prefix of its surplus pods on the node, or the whole job."""
+
+    job: JobInfo
+    pods: list[TaskInfo]
+    whole: bool
+    frees_row: np.ndarray  # resources freed on the node being planned
+    evicted: Resources  # resources the victim's queue loses
+
+
+@dataclass
+class Plan:
+    row: int
+    units: list[Unit]
+    cost: tuple
+    score: float = 0.0
+
+    @property
+    def pods(self) -> list[TaskInfo]:
+        out, seen = [], set()
+        for u in self.units:
+            for t in u.pods:
+                if t.uid not in seen:
+                    seen.add(t.uid)
+                    out.append(t)
+        return out
+
+
+ZERO_COST = (-math.inf, 0.0, 0.0, 0)
+
+
+@dataclass
+class VictimIndex:
+    """Eligible victims of one preemptor job in one scope, by node row, with their summed requests per row."""
+
+    by_row: dict[int, list[TaskInfo]] = field(default_factory=dict)
+    evictable: np.ndarray | None = None
+
+
+class Evictor:
+    """The eviction engine shared by preempt (scopes "queue", "cross", "job") and reclaim (scope "cross")."""
+
+    def __init__(self, ssn: Session, arguments: dict, reason: str):
+        self.ssn = ssn
+        self.reason = reason
+        self.statuses = PREEMPT_STATUSES if reason == "preempt" else RECLAIM_STATUSES
+        self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
+        self.max_nodes = max(int(float(arguments.get("maxCandidateNodesAbsolute", 100))), 1)
+        self.figures = reasons.queue_figures(ssn)
+        self.alloc: dict[str, Resources] = {q: Resources() for q in ssn.queues}
+        for job in ssn.jobs.values():
+            if job.queue in self.alloc:
+                self.alloc[job.queue] = self.alloc[job.queue] + job.allocated()
+        self.descendants: dict[str, set[str]] = {q: {q} for q in ssn.queues}
+        for q in ssn.queues:
+            for a in reasons.ancestors(ssn, q):
+                self.descendants.setdefault(a, {a}).add(q)
+        self.index: dict[str, VictimIndex] = {}
+        self._by_queue: dict[str, VictimIndex] | None = None
+        # Jobs with tasks placed or pipelined in this session: never victims (their uids).
+        self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
+        self._entitled: tuple[list[str], int] = ([], 0)
+        self.evicted_jobs: set[str] = set()
+        self.evicted_pods = 0
+
+    # ------------------------------------------------------------ bookkeeping of evictions
+    def subtree_alloc(self, name: str) -> Resources:
+        total = Resources()
+        for d in self.descendants.get(name, {name}):
+            total = total + self.alloc.get(d, Resources())
+        return total
+
+    def _evict(self, stmt: Statement, task: TaskInfo) -> None:
+        job = self.ssn.jobs[task.job]
+        row = self.ssn.nodes[task.node].index
+        counted = task.status in ALLOCATED
+        stmt.evict(task, self.reason)
+        if counted:
+            self.alloc[job.queue] = self.alloc[job.queue] - task.resreq
+        self._adjust(task, row, -1)
+
+    def discard(self, stmt: Statement) -> None:
+        for op in stmt.ops:
+            if op.kind == "evict":
+                task = op.task
+                job = self.ssn.jobs[task.job]
+                if op.previous in ALLOCATED:
+                    self.alloc[job.queue] = self.alloc[job.queue] + task.resreq
+                self._adjust(task, self.ssn.nodes[task.node].index, +1)
+        stmt.discard()
+
+    def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
+        seen: set[int] = set()
+        for idx in [*(self._by_queue or {}).values(), *self.index.values()]:
+            if id(idx) in seen or idx.evictable is None:
+                continue
+            seen.add(id(idx))
+            if any(t is task for t in idx.by_row.get(row, ())):
+                idx.evictable[row] += sign * task.vec
+
+    # ------------------------------------------------------------ eligible victims
+    def _queue_index(self) -> dict[str, VictimIndex]:
+        """Every task that may ever be a victim in this action (status, preemptable, not critical, on a node of the
+        session, of a job not placed in this session), per queue: built once, kept current by _evict/discard."""
+        if self._by_queue is None:
+            ssn = self.ssn
+            self._by_queue = {}
+            for job in sorted_by_uid(ssn.jobs.values()):
+                if job.uid in self.unsettled:
+                    continue
+                for t in job.tasks.values():
+                    if t.status not in self.statuses or not evictable(t) or t.node not in ssn.nodes:
+                        continue
+                    idx = self._by_queue.get(job.queue)
+                    if idx is None:
+                        idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                    row = ssn.nodes[t.node].index
+                    idx.by_row.setdefault(row, []).append(t)
+                    idx.evictable[row] += t.vec
+        return self._by_queue
+
+    def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
+        """The victims a preemptor of `pjob` may consider in `scope`, by node row, with their summed requests per
+        row (an upper bound: tasks of the preemptor's own job, of jobs placed since, and BestEffort rules are
+        filtered per node in `candidates_on`)."""
+        by_queue = self._queue_index()
+        if scope == "job":
+            key = f"job/{pjob.uid}"
+            names = [pjob.queue]
+        elif scope == "queue":
+            key = f"queue/{pjob.queue}"
+            names = [pjob.queue]
+        else:
+            key = f"cross/{pjob.queue}"
+            chain = set(queue_chain(self.ssn, pjob.queue))
+            names = [q for q in sorted(by_queue) if q != pjob.queue and self._reclaimable_branch(q, chain)]
+        idx = self.index.get(key)
+        if idx is not None:
+            return idx
+        if scope == "job":
+            ssn = self.ssn
+            idx = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+            for t in pjob.tasks.values():
+                if t.status in self.statuses and evictable(t) and t.node in ssn.nodes:
+                    row = ssn.nodes[t.node].index
+                    idx.by_row.setdefault(row, []).append(t)
+                    idx.evictable[row] += t.vec
+        elif len(names) == 1:
+            idx = by_queue.get(names[0]) or VictimIndex(evictable=np.zeros_like(self.ssn.table.idle))
+        else:
+            idx = VictimIndex(evictable=np.zeros_like(self.ssn.table.idle))
+            for q in names:
+                src = by_queue.get(q)
+                if src is None:
+                    continue
+                idx.evictable += src.evictable
+                for row, tasks in src.by_row.items():
+                    idx.by_row.setdefault(row, []).extend(tasks)
+        self.index[key] = idx
+        return idx
+
+    def candidates_on(self, idx: VictimIndex, row: int, pjob: JobInfo, preemptor: TaskInfo,
+                      scope: str) -> list[TaskInfo]:
+        out = []
+        for t in idx.by_row.get(row, ()):
+            if t.status not in self.statuses:
+                continue
+            if scope == "job":
+                if t.job != pjob.uid:
+                    continue
+            elif t.job == pjob.uid or t.job in self.unsettled:
+                continue
+            if preemptor.best_effort and not t.best_effort:
+                continue
+            out.append(t)
+        return out
+
+    def _reclaimable_branch(self, queue: str, preemptor_chain: set[str]) -> bool:
+        for name in queue_chain(self.ssn, queue):
+            if name in preemptor_chain:
+                break
+            q = self.ssn.queues.get(name)
+            if q is not None and not q.reclaimable:
+                return False
+        return True
+
+    # ------------------------------------------------------------ one preemptor task
+    def place(self, stmt: Statement, task: TaskInfo, pjob: JobInfo, scope: str, remaining: int = 1) -> bool:
+        """Evict victims (scope "queue", "cross" or "job") so that `task` fits a node, and pipeline it there."""
+        ssn = self.ssn
+        table = ssn.table
+        if task.never_preempts:
+            return False
+        queue = ssn.queues[pjob.queue]
+        idx = self.victim_index(pjob, task, scope)
+        pred = self.predicates.get(task)
+        fut = table.future_idle()
+        vec = task.vec
+        feasible = pred.mask & ((fut + idx.evictable) >= vec).all(axis=1)
+        rows = np.flatnonzero(feasible)
+        if not len(rows):
+            return False
+        scores = ssn.node_scores(task, rows)
+        free = (fut[rows] >= vec).all(axis=1)
+        order = np.lexsort((rows, -scores, ~free))
+        shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
+        if scope == "cross":
+            self._entitled = self.entitlement(queue, task)
+        plans: list[Plan] = []
+        for i in order:
+            row = int(rows[i])
+            plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
+            if plan is None:
+                continue
+            plan.score = float(scores[i])
+            plans.append(plan)
+            if plan.cost == ZERO_COST and shortfall is not None and shortfall.is_empty():
+                break  # free room, best score first: nothing can beat it
+            if len(plans) >= self.max_nodes:
+                break
+        plans.sort(key=lambda p: (p.cost, -p.score, p.row))
+        for plan in plans[:8]:
+            if self.apply(stmt, task, pjob, queue, scope, plan, idx):
+                return True
+        return False
+
+    def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
+        """(the preemptor queue's chain, nearest first; the index of the first level whose deserved share the task
+        would exceed, len(chain) when none). Taking from a queue elsewhere is fair only if every level below the
+        lowest common ancestor with that queue stays within its deserved share: moving resources between
+        siblings does not change their parent's allocation. Without a share plugin's figures, Volcano's
+        Preemptive vote decides for the whole chain."""
+        ssn = self.ssn
+        chain = queue_chain(ssn, queue.name)
+        figs = reasons.queue_figures(ssn)
+        if queue.name not in figs:
+            return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
+        dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
+        for i, name in enumerate(chain):
+            d, a = _figure(figs, name, "deserved"), _figure(figs, name, "allocated")
+            if d is None or a is None:
+                continue
+            if any(a[r] + task.resreq[r] > d[r] for r in dims):
+                return chain, i
+        return chain, len(chain)
+
+    def cross_entitled(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """May `task` take from other queues at all? Its own queue must stay within its deserved share."""
+        if queue.state != "Open":
+            return False
+        _, level = self.entitlement(queue, task)
+        return level >= 1
+
+    def _quota_shortfall(self, queue: QueueInfo, task: TaskInfo) -> Resources | None:
+        """What the queue must give back before `task` is Allocatable: empty when it already is, None when no
+        share plugin publishes the figures (the apply step then extends the victims until Allocatable holds)."""
+        ssn = self.ssn
+        if ssn.allocatable(queue, task):
+            return Resources()
+        figs = reasons.queue_figures(ssn)
+        out: dict[str, int] = {}
+        found = False
+        for name in queue_chain(ssn, queue.name):
+            d, a = _figure(figs, name, "deserved"), _figure(figs, name, "allocated")
+            if d is None or a is None:
+                continue
+            found = True
+            for r, v in task.resreq.items():
+                if r == PODS or v <= 0:
+                    continue
+                gap = a[r] + v - d[r]
+                if gap > out.get(r, 0):
+                    out[r] = gap
+        return Resources(out) if found else None
+
+    # ------------------------------------------------------------ planning on one node
+    def plan_on_node(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, idx: VictimIndex,
+                     fut: np.ndarray, pred_mask: np.ndarray, shortfall: Resources | None,
+                     remaining: int) -> Plan | None:
+        ssn = self.ssn
+        vec = task.vec
+        need = np.maximum(vec - fut[row], 0)
+        on_row = self.candidates_on(idx, row, pjob, task, scope)
+        quota_needed = shortfall is not None and not shortfall.is_empty()
+        if not need.any() and not quota_needed:
+            return Plan(row, [], ZERO_COST)
+        if not on_row:
+            return None if (need.any() or quota_needed) else Plan(row, [], ZERO_COST)
+        if scope == "job":
+            return self._plan_within_job(task, row, on_row, need)
+        offered = self._offer(on_row, scope)
+        vote = ssn.preemptable if scope == "queue" else ssn.reclaimable
+        voted = {t.uid for t in vote(task, offered)}
+        units = self._units(row, on_row, voted)
+        if not units:
+            return None
+        return self._choose(task, pjob, scope, row, units, need, fut, pred_mask, shortfall, remaining)
+
+    def _offer(self, on_row: list[TaskInfo], scope: str) -> list[TaskInfo]:
+        """The node's candidates first, then the rest of their jobs' evictable pods (so that the gang vote can
+        allow evicting a job whole: magma's gang plugin permits a job's tasks at or below minAvailable only when
+        all its evictable tasks are offered)."""
+        ssn = self.ssn
+        out = list(on_row)
+        seen = {t.uid for t in out}
+        jobs = []
+        for t in on_row:
+            if t.job not in jobs:
+                jobs.append(t.job)
+        for uid in jobs:
+            job = ssn.jobs[uid]
+            for t in job.tasks.values():
+                if t.uid in seen or t.status not in WHOLE_STATUSES:
+                    continue
+                if evictable(t) and t.node in ssn.nodes:
+                    out.append(t)
+                    seen.add(t.uid)
+        return out
+
+    def _units(self, row: int, on_row: list[TaskInfo], voted: set[str]) -> list[Unit]:
+        ssn = self.ssn
+        by_job: dict[str, list[TaskInfo]] = {}
+        for t in on_row:
+            if t.uid in voted:
+                by_job.setdefault(t.job, []).append(t)
+        units: list[Unit] = []
+        for uid in sorted(by_job):
+            job = ssn.jobs[uid]
+            pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
+            surplus = job.ready_count() - job.min_available
+            if surplus > 0:
+                part = pods[:surplus]
+                units.append(Unit(job, part, False, vsum(ssn, part), sum((t.resreq for t in part), Resources())))
+            # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
+            whole = [t for t in job.tasks.values() if t.status in WHOLE_STATUSES]
+            if whole and all(t.uid in voted and evictable(t) and t.node in ssn.nodes for t in whole):
+                here = [t for t in whole if ssn.nodes[t.node].index == row]
+                units.append(Unit(job, ssn.sorted_tasks(whole)[::-1], True, vsum(ssn, here),
+                                  sum((t.resreq for t in whole if t.status in ALLOCATED), Resources())))
+        return units
+
+    def _choose(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, units: list[Unit], need: np.ndarray,
+                fut: np.ndarray, pred_mask: np.ndarray, shortfall: Resources | None, remaining: int) -> Plan | None:
+        """The cheapest feasible set of units (at most one per job): lowest highest priority first, then fewest
+        jobs, then fewest pods per preemptor task served; greedy beyond MAX_COMBO_JOBS jobs."""
+        prios = sorted({u.job.priority for u in units})
+        frees = np.stack([u.frees_row for u in units])
+        for level in prios:
+            pool = [i for i, u in enumerate(units) if u.job.priority <= level]
+            if not (frees[pool].sum(axis=0) >= need).all() and not self._whole_fits(units, pool, need):
+                continue
+            best: Plan | None = None
+            tried = 0
+            for size in range(1, min(MAX_COMBO_JOBS, len({units[i].job.uid for i in pool})) + 1):
+                for combo in itertools.combinations(pool, size):
+                    tried += 1
+                    if tried > MAX_COMBOS:
+                        break
+                    if len({units[i].job.uid for i in combo}) < size:
+                        continue
+                    if not any(units[i].job.priority == level for i in combo):
+                        continue
+                    if not (frees[list(combo)].sum(axis=0) >= need).all():
+                        continue
+                    chosen = self._trim([units[i] for i in combo], need)
+                    if not self._constraints_ok(pjob, scope, chosen, shortfall):
+                        continue
+                    plan = Plan(row, chosen, self._cost(task, row, chosen, fut, pred_mask, remaining))
+                    if best is None or plan.cost < best.cost:
+                        best = plan
+                if best is not None:
+                    return best
+            greedy = self._greedy([units[i] for i in pool], need)
+            if greedy is not None and self._constraints_ok(pjob, scope, greedy, shortfall):
+                return Plan(row, greedy, self._cost(task, row, greedy, fut, pred_mask, remaining))
+        return None
+
+    @staticmethod
+    def _whole_fits(units: list[Unit], pool: list[int], need: np.ndarray) -> bool:
+        best: dict[str, np.ndarray] = {}
+        for i in pool:
+            u = units[i]
+            cur = best.get(u.job.uid)
+            if cur is None or (u.frees_row >= cur).all():
+                best[u.job.uid] = u.frees_row
+        return bool(best) and (sum(best.values()) >= need).all()
+
+    @staticmethod
+    def _trim(chosen: list[Unit], need: np.ndarray) -> list[Unit]:
+        """Drop surplus pods of partial units that the fit does not need (highest-priority pods last dropped)."""
+        out = []
+        total = sum((u.frees_row for u in chosen), np.zeros_like(need))
+        for u in chosen:
+            if u.whole or len(u.pods) <= 1:
+                out.append(u)
+                continue
+            pods = list(u.pods)
+            frees = u.frees_row.copy()
+            while len(pods) > 1 and (total - pods[-1].vec >= need).all():
+                total = total - pods[-1].vec
+                frees = frees - pods[-1].vec
+                pods.pop()
+            out.append(Unit(u.job, pods, False, frees, sum((t.resreq for t in pods), Resources())))
+        return out
+
+    def _greedy(self, pool: list[Unit], need: np.ndarray) -> list[Unit] | None:
+        pool = sorted(pool, key=lambda u: (u.job.priority, u.whole, len(u.pods), u.job.uid))
+        chosen: dict[str, Unit] = {}
+        total = np.zeros_like(need)
+        for u in pool:
+            if (total >= need).all():
+                break
+            prev = chosen.get(u.job.uid)
+            if prev is not None:
+                total = total - prev.frees_row
+            chosen[u.job.uid] = u
+            total = total + u.frees_row
+        if not (total >= need).all():
+            return None
+        return self._trim(list(chosen.values()), need)
+
+    def _constraints_ok(self, pjob: JobInfo, scope: str, chosen: list[Unit], shortfall: Resources | None) -> bool:
+        ssn = self.ssn
+        if scope == "queue":
+            if shortfall:
+                freed = sum((u.evicted for u in chosen if u.job.queue == pjob.queue), Resources())
+                if not shortfall.less_equal(freed, "zero"):
+                    return False
+            return True
+        if scope != "cross":
+            return True
+        chain = set(queue_chain(ssn, pjob.queue))
+        pchain, level = self._entitled
+        per_queue: dict[str, Resources] = {}
+        for u in chosen:
+            per_queue[u.job.queue] = per_queue.get(u.job.queue, Resources()) + u.evicted
+        taken: dict[str, Resources] = {}
+        for q, res in per_queue.items():
+            vchain = set(queue_chain(ssn, q))
+            lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
+            if level < lca:
+                return False  # the preemptor's branch below the common ancestor would exceed its deserved share
+            # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
+            deserved = _figure(self.figures, q, "deserved")
+            if deserved is not None and not _over(self.alloc.get(q, Resources()), deserved):
+                return False
+            for name in queue_chain(ssn, q):
+                if name in chain:
+                    break
+                taken[name] = taken.get(name, Resources()) + res
+        for name, res in taken.items():
+            qi = ssn.queues.get(name)
+            if qi is None:
+                continue
+            left = self.subtree_alloc(name) - res
+            if any(left[k] < v for k, v in qi.guarantee.items() if k != PODS and v > 0):
+                return False
+        return True
+
+    def _cost(self, task: TaskInfo, row: int, chosen: list[Unit], fut: np.ndarray, pred_mask: np.ndarray,
+              remaining: int) -> tuple:
+        ssn = self.ssn
+        if not chosen:
+            return ZERO_COST
+        vec = task.vec
+        freed: dict[int, np.ndarray] = {}
+        pods = 0
+        for u in chosen:
+            pods += len(u.pods)
+            for t in u.pods:
+                r = ssn.nodes[t.node].index
+                freed[r] = freed.get(r, 0) + t.vec
+        served = 0
+        dims = vec > 0
+        for r, add in freed.items():
+            if not pred_mask[r]:
+                continue
+            before = int(np.min(np.maximum(fut[r][dims], 0) // vec[dims]))
+            after = int(np.min(np.maximum(fut[r][dims] + add[dims], 0) // vec[dims]))
+            served += max(after - before, 0)
+        served = max(min(served, max(remaining, 1)), 1)
+        maxprio = max(u.job.priority for u in chosen)
+        return (maxprio, len({u.job.uid for u in chosen}) / served, pods / served,
+                sum(u.job.priority for u in chosen))
+
+    def _plan_within_job(self, task: TaskInfo, row: int, on_row: list[TaskInfo], need: np.ndarray) -> Plan | None:
+        """Phase 2 (Volcano): the job's own lower-priority tasks, lowest priority first, until the task fits."""
+        ssn = self.ssn
+        voted = {t.uid for t in ssn.preemptable(task, on_row)}
+        chosen, total = [], np.zeros_like(need)
+        for t in ssn.sorted_tasks([t for t in on_row if t.uid in voted])[::-1]:
+            if (total >= need).all():
+                break
+            chosen.append(t)
+            total = total + t.vec
+        if not chosen or not (total >= need).all():
+            return None
+        job = ssn.jobs[task.job]
+        unit = Unit(job, chosen, False, total, sum((t.resreq for t in chosen), Resources()))
+        return Plan(row, [unit], (job.priority, 0.0, float(len(chosen)), 0))
+
+    # ------------------------------------------------------------ applying a plan
+    def apply(self, stmt: Statement, task: TaskInfo, pjob: JobInfo, queue: QueueInfo, scope: str, plan: Plan,
+              idx: VictimIndex) -> bool:
+        ssn = self.ssn
+        node = ssn.node_list[plan.row]
+        node_stmt = Statement(ssn)
+        for t in plan.pods:
+            if t.status in WHOLE_STATUSES:
+                self._evict(node_stmt, t)
+        if not self._fits_now(task, queue, scope, plan.row) and scope == "queue":
+            # The queue's limit still refuses the task: give back more of the queue's own work on this node,
+            # whole jobs in victim order, as Volcano's preemptorFitsOnNode loop does.
+            extra = self.candidates_on(idx, plan.row, pjob, task, scope)
+            voted = {t.uid for t in ssn.preemptable(task, self._offer(extra, scope))} if extra else set()
+            for unit in sorted(self._units(plan.row, extra, voted),
+                               key=lambda u: (u.job.priority, not u.whole, len(u.pods), u.job.uid)):
+                if self._fits_now(task, queue, scope, plan.row):
+                    break
+                for t in unit.pods:
+                    if t.status in WHOLE_STATUSES:
+                        self._evict(node_stmt, t)
+        if not self._fits_now(task, queue, scope, plan.row):
+            self.discard(node_stmt)
+            return False
+        node_stmt.pipeline(task, node)
+        stmt.ops.extend(node_stmt.ops)
+        self.unsettled.add(pjob.uid)
+        return True
+
+    def _fits_now(self, task: TaskInfo, queue: QueueInfo, scope: str, row: int) -> bool:
+        ssn = self.ssn
+        table = ssn.table
+        fut = table.idle[row] + table.releasing[row] - table.pipelined[row]
+        if not (fut >= task.vec).all():
+            return False
+        if scope in ("queue", "job") and not ssn.allocatable(queue, task):
+            return False
+        return bool(ssn.predicate(task, np.array([row], dtype=np.int64)).mask[0])
+
+
+def vsum(ssn: Session, tasks) -> np.ndarray:
+    total = np.zeros(len(ssn.table.dims), dtype=np.int64)
+    for t in tasks:
+        total += t.vec
+    return total
+
+
+# ---------------------------------------------------------------- the actions
+
+
+def collect_preemptors(ssn: Session) -> list[JobInfo]:
+    """Jobs that may preempt or reclaim: not Pending (or Pending but a preemption candidate), valid, starving."""
+    out = []
+    work: RunningWork | None = None
+    for job in sorted_by_uid(ssn.jobs.values()):
+        if job.queue not in ssn.queues:
+            continue
+        if job.is_pending():
+            work = work or RunningWork(ssn)
+            if not preemption_candidate(ssn, job, work):
+                continue
+        if job.podgroup is not None and job.podgroup.spec.network_topology is not None:
+            continue  # as Volcano: jobs with a network topology do not preempt
+        if not ssn.job_valid(job).passed:
+            continue
+        if not starving(ssn, job):
+            continue
+        if not any(t.status is S.PENDING for t in job.tasks.values()):
+            continue
+        out.append(job)
+    return out
+
+
+def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool:
+    """Commit the job's statement if JobPipelined holds (admitting a Pending preemptor), else discard it."""
+    placed = [op for op in stmt.ops if op.kind == "pipeline"]
+    evicted = [op for op in stmt.ops if op.kind == "evict"]
+    try:
+        if placed and ssn.job_pipelined(job):
+            stmt.commit()
+            if job.is_pending():
+                ssn.job_enqueued(job)
+                job.phase = "Inqueue"
+                job.enqueued_this_session = True
+            nodes = len({op.node.name for op in placed})
+            if evicted:
+                victims = {op.task.job for op in evicted}
+                job.reason = (f"{len(placed)} pod(s) pipelined onto {nodes} node(s) freed by evicting "
+                              f"{len(evicted)} pod(s) of {len(victims)} job(s) ({ev.reason}); "
+                              f"waiting for them to terminate")
+            else:
+                job.reason = f"{len(placed)} pod(s) pipelined onto {nodes} node(s) by {ev.reason}; bound next session"
+            return True
+        ev.discard(stmt)
+        if not settled(job):
+            return False
+        ev.unsettled.discard(job.uid)
+        return False
+    finally:
+        for key in [k for k in ev.index if k.startswith("job/")]:
+            del ev.index[key]
+
+
+def _remaining_same(tasks: list[TaskInfo], task: TaskInfo) -> int:
+    key = group_key(task)
+    return 1 + sum(1 for t in tasks if group_key(t) == key)
+
+
+@action("preempt")
+def preempt(ssn: Session, arguments: dict) -> None:
+    ev = Evictor(ssn, dict(arguments or {}), "preempt")
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+    preemptors: dict[str, OrderedHeap[JobInfo]] = {}
+    under_request: dict[str, list[JobInfo]] = {}
+    for job in collect_preemptors(ssn):
+        if job.queue not in preemptors:
+            preemptors[job.queue] = OrderedHeap(ssn.job_order_cmp)
+            queues.push(ssn.queues[job.queue])
+        preemptors[job.queue].push(job)
+        under_request.setdefault(job.queue, []).append(job)
+
+    while queues:
+        queue = queues.pop()
+        jobs = preemptors[queue.name]
+        while jobs:
+            job = jobs.pop()
+            stmt = Statement(ssn)
+            tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
+            cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
+            failed: set = set()  # groups of identical tasks that found no room since the last placement
+            while tasks and starving(ssn, job):
+                task = tasks.pop(0)
+                if task.never_preempts or group_key(task) in failed:
+                    continue
+                remaining = _remaining_same(tasks, task)
+                if ev.place(stmt, task, job, "queue", remaining) or (
+                        cross and ev.cross_entitled(queue, task) and ev.place(stmt, task, job, "cross", remaining)):
+                    failed.clear()
+                else:
+                    failed.add(group_key(task))
+            finish_job(ssn, ev, stmt, job)
+
+        # Phase 2: within each starving job, its pending tasks against its own lower-priority tasks.
+        for job in under_request.get(queue.name, []):
+            if job.is_pending():
+                continue
+            for task in ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING]):
+                if task.never_preempts:
+                    continue
+                stmt = Statement(ssn)
+                if not ev.place(stmt, task, job, "job"):
+                    ev.discard(stmt)
+                    break
+                stmt.commit()
