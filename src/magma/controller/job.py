@@ -28,8 +28,9 @@ job_controller_util.go), restated:
   (retryCount + 1) -> Failed when retryCount >= maxRetry, else Pending once the killed pods are gone.
   AbortJob -> Aborting -> Aborted, CompleteJob -> Completing -> Completed, TerminateJob -> Terminating ->
   Terminated, each once no pod is pending, running or terminating; ResumeJob: Aborting/Aborted -> Restarting.
-  A full kill (every state change but RestartTask/Pod) bumps status.version, deletes the PodGroup and the
-  plugins' side objects; pods of an older version no longer trigger policies. Succeeded and Failed pods are
+  A full kill (RestartJob, AbortJob, CompleteJob, TerminateJob, ResumeJob, and killing pods left running after
+  a job finished) bumps status.version, deletes the PodGroup and the plugins' side objects; pods of an older
+  version no longer trigger policies. Succeeded and Failed pods are
   kept by Abort/Complete/Terminate and by the last retry's kill, for inspection.
 - Lifecycle policies: see policies.py. Events come from what the controller observes between syncs: a pod
   that turned Failed (PodFailed, with its first container's exit code), one that disappeared or started
@@ -47,6 +48,11 @@ job_controller_util.go), restated:
 
 Decisions where Volcano is silent or magma differs on purpose (also in the report and docs):
 
+- Memory between syncs (what Volcano's informer cache and delay queue hold): the phase and restart count last
+  seen per pod, the pods the controller deleted itself, delayed actions (policy timeouts). A pod seen for the
+  first time (e.g. after a controller restart) is a baseline, as an informer's initial list: it raises no
+  event except PodPending. Everything else is read from the cluster on every sync.
+
 - magma default, gang restart: when a pod is evicted or fails, no policy matches the event, and the job
   (Pending or Running) is left below minAvailable (evicted: some pods still run but running + succeeded <
   minAvailable; failed: running + pending + succeeded < minAvailable, since Volcano never recreates a Failed
@@ -59,8 +65,7 @@ Decisions where Volcano is silent or magma differs on purpose (also in the repor
 - Pod priority: the Priority admission plugin's rule is applied at creation: spec.priority = the value of the
   pod's PriorityClass (built-in system classes included), and preemptionPolicy from it; without a class, the
   globalDefault class (name and value) or 0. A class that does not exist leaves priority unset (the API
-  server would refuse the pod; admission already rejects such jobs) and records a PluginError-free Warning
-  `FailedCreate` once.
+  server would refuse the pod; admission already rejects such jobs) and records a Warning `FailedCreate` once.
 - Counts are recomputed from the pods on every sync (Volcano skips the recount while the PodGroup is Pending,
   and zeroes the counts of retained pods after a kill); lastTransitionTime and the job's conditions change on
   phase changes only (Volcano also bumps them on count changes, which would move the ttl clock).

@@ -165,8 +165,7 @@ class QueueController:
                 self._annotate(queue, "true")
                 self._close(state, queue)
         status = {field: counts.get(phase, 0) for phase, field in COUNTED}
-        extra = queue.status.model_extra or {}
-        if any(extra.get(k, getattr(queue.status, k, None)) != v for k, v in status.items()):
+        if any(getattr(queue.status, k, None) != v for k, v in status.items()):
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
 

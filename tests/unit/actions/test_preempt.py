@@ -377,3 +377,20 @@ def test_full_queue_makes_room_by_evicting_its_own_lower_priority_work():
     w.tick(60)
     w.run(PREEMPT)
     assert len(w.bound("high")) == 1
+
+
+def test_lower_priority_job_never_evicts_a_higher_priority_one_even_when_drf_would():
+    # priority finds no victim (the running job outranks the preemptor), so Volcano would ask drf in the second
+    # tier, which allows evicting by share. magma never lets a lower-priority job evict a higher one.
+    text = (nodes_yaml("n", 2, gpu=8) + queue_yaml("team") + PCS
+            + gang_yaml("big", "team", 2, gpu=8, running_on=["n-0", "n-1"], min_member=1, priority_class="high")
+            + gang_yaml("small", "team", 1, gpu=8, priority_class="low", creation=10))
+    w = World(text)
+    ssn = w.session(PREEMPT)
+    for name in ("enqueue", "allocate"):
+        ACTIONS[name](ssn, {})
+    small = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == "small-0")
+    big = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == "big-0")
+    assert ssn.preemptable(small, [big]) == [big]  # the plugins' vote: drf decides in tier 2
+    ACTIONS["preempt"](ssn, {})
+    assert ssn.evictions == []

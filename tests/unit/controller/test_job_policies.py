@@ -338,3 +338,40 @@ def test_controller_deletions_are_not_evictions():
     h.sync()
     h.sync()
     assert h.phase() == "Running"
+
+
+def test_resume_job_policy_on_a_running_job_does_nothing():
+    h = Harness(make_job(minAvailable=1, policies=[{"event": "PodFailed", "action": "ResumeJob"}]))
+    h.start()
+    h.set_phase("j-worker-0", "Failed", exit_code=1)
+    h.sync()
+    assert h.phase() == "Running"
+    assert h.job().status.retry_count == 0
+
+
+def test_restart_partition_kills_the_pods_of_that_partition():
+    h = Harness(make_job(minAvailable=4, tasks=[task("w", 4, partitionPolicy={"partitionSize": 2},
+                                                     policies=[{"event": "PodFailed",
+                                                                "action": "RestartPartition"}])]))
+    h.start()
+    uids = {n: p.metadata.uid for n, p in h.pods().items()}
+    h.set_phase("j-w-3", "Failed", exit_code=1)
+    h.sync()
+    pods = h.pods()
+    assert pods["j-w-0"].metadata.uid == uids["j-w-0"] and pods["j-w-1"].metadata.uid == uids["j-w-1"]
+    assert pods["j-w-2"].metadata.uid != uids["j-w-2"] and pods["j-w-3"].metadata.uid != uids["j-w-3"]
+    assert h.job().status.retry_count == 1
+
+
+def test_task_failed_fires_again_after_more_restarts():
+    h = Harness(make_job(minAvailable=1, tasks=[task("worker", 1, maxRetry=2)],
+                         policies=[{"event": "TaskFailed", "action": "RestartTask"}], maxRetry=5))
+    h.start()
+    h.set_phase("j-worker-0", "Running", restarts=2)
+    h.sync()
+    assert h.job().status.retry_count == 1
+    h.run_all()
+    h.sync()
+    h.set_phase("j-worker-0", "Running", restarts=2)
+    h.sync()
+    assert h.job().status.retry_count == 2

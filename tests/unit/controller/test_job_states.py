@@ -382,3 +382,42 @@ def test_depends_on_creates_dependent_task_pods_later():
     h.set_phase("j-master-0", "Running")
     h.sync()
     assert sorted(h.pods()) == ["j-master-0", "j-worker-0", "j-worker-1"]
+
+
+def test_resume_while_aborting_goes_restarting():
+    h = Harness(make_job(), grace=10)
+    h.start()
+    h.evict("j-worker-0")  # terminating for 10 s: the abort cannot finish yet
+    h.command("AbortJob", name="abort")
+    h.sync()
+    assert h.phase() == "Aborting"
+    h.command("ResumeJob", name="resume")
+    h.sync()
+    assert h.phase() == "Restarting"
+    assert h.job().status.retry_count == 1
+    h.t = 10
+    h.cluster.finish_deletions()
+    h.sync()
+    assert h.phase() == "Pending"
+
+
+def test_commands_run_in_creation_order():
+    h = Harness(make_job())
+    h.start()
+    h.t = 1
+    h.command("AbortJob", name="b-first")
+    h.t = 2
+    h.command("ResumeJob", name="a-second")
+    h.sync()
+    assert h.phase() == "Pending"
+    assert h.job().status.retry_count == 1
+
+
+def test_controller_contract_for_the_simulator():
+    from magma.controller import Controller
+
+    h = Harness(make_job(ttlSecondsAfterFinished=5))
+    ctl = h.ctl
+    assert isinstance(ctl, Controller)
+    assert ctl.sync() is True and ctl.sync() is False
+    assert ctl.next_timer(0) is None

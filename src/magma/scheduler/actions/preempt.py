@@ -35,7 +35,13 @@ magma's deliberate differences ("preemption that happens when users expect it", 
    (TaskInfo.preemptable), system-critical pods (TaskInfo.critical), `preemptionPolicy: Never` on the preemptor,
    `reclaimable: false` queues (and their sub-queues, across queues), jobs placed or pipelined in this session;
    across queues no queue (nor ancestor outside the preemptor's branch) is taken below its guarantee, counting
-   the whole-gang releases.
+   the whole-gang releases. Within a queue a job of higher priority than the preemptor's is never a victim
+   (Volcano lets a later tier, drf, decide when the priority plugin finds no victim, so a low-priority job could
+   evict a high-priority one for fairness).
+6. Entitlement across queues is judged along the preemptor's branch below the lowest common ancestor with the
+   victim's queue (moving resources between siblings does not change their parent's allocation), from the share
+   plugin's published deserved shares; Volcano's Preemptive vote checks the whole chain, so in the seed's
+   hierarchy (ai-org full) no team could ever take back from a sibling.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ from ..framework import (
     action,
 )
 from .. import reasons
-from .allocate import OrderedHeap, PredicateCache, enqueue_configured, flag, group_key, sorted_by_uid
+from .allocate import OrderedHeap, PredicateCache, flag, group_key, sorted_by_uid
 
 S = TaskStatus
 PREEMPT_STATUSES = frozenset({S.BOUND, S.RUNNING})  # Volcano's PreemptableStatus
@@ -182,7 +188,7 @@ ZERO_COST = (-math.inf, 0.0, 0.0, 0)
 
 @dataclass
 class VictimIndex:
-    """Eligible victims of one preemptor job in one scope, by node row, with their summed requests per row."""
+    """Possible victims by node row, with their summed requests per row (kept current as evictions happen)."""
 
     by_row: dict[int, list[TaskInfo]] = field(default_factory=dict)
     evictable: np.ndarray | None = None
@@ -211,8 +217,6 @@ class Evictor:
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
-        self.evicted_jobs: set[str] = set()
-        self.evicted_pods = 0
 
     # ------------------------------------------------------------ bookkeeping of evictions
     def subtree_alloc(self, name: str) -> Resources:
@@ -321,6 +325,8 @@ class Evictor:
                     continue
             elif t.job == pjob.uid or t.job in self.unsettled:
                 continue
+            elif scope == "queue" and self.ssn.jobs[t.job].priority > pjob.priority:
+                continue  # magma: a higher-priority job of the queue is never a victim, whatever a later tier says
             if preemptor.best_effort and not t.best_effort:
                 continue
             out.append(t)

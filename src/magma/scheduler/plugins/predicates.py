@@ -8,7 +8,8 @@ kube-scheduler's reason text (so a summary reads "3 node(s) had untolerated tain
 2. NodeAffinity (`predicate.NodeAffinityEnable`): `nodeSelector` and required node affinity.
    "node(s) didn't match Pod's node affinity/selector".
 3. TaintToleration (`predicate.TaintTolerationEnable`): the first NoSchedule/NoExecute taint the pod does not
-   tolerate. "node(s) had untolerated taint {key: value}".
+   tolerate. "node(s) had untolerated taint {key: value}" (the kube-scheduler wording that names the taint;
+   the newest releases shorten it to "untolerated taint(s)", magma keeps the informative form).
 4. InterPodAffinity (`predicate.PodAffinityEnable`): the pod's required affinity terms (every term's topology
    domain must hold a pod matching all the terms; the first pod of a group that matches its own terms may go
    anywhere with the topology labels when no such pod exists), its required anti-affinity terms, and the
