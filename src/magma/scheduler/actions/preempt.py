@@ -192,6 +192,7 @@ class VictimIndex:
 
     by_row: dict[int, list[TaskInfo]] = field(default_factory=dict)
     evictable: np.ndarray | None = None
+    min_priority: np.ndarray | None = None
 
 
 class Evictor:
@@ -314,6 +315,17 @@ class Evictor:
         self.index[key] = idx
         return idx
 
+    def min_priority(self, idx: VictimIndex) -> np.ndarray:
+        """Per node row, the lowest job priority among the index's possible victims (+inf where none): it never
+        rises above the truth as victims are evicted, so it stays a valid lower bound."""
+        if idx.min_priority is None:
+            ssn = self.ssn
+            out = np.full(len(ssn.node_list), np.inf)
+            for row, tasks in idx.by_row.items():
+                out[row] = min(ssn.jobs[t.job].priority for t in tasks)
+            idx.min_priority = out
+        return idx.min_priority
+
     def candidates_on(self, idx: VictimIndex, row: int, pjob: JobInfo, preemptor: TaskInfo,
                       scope: str) -> list[TaskInfo]:
         out = []
@@ -359,18 +371,28 @@ class Evictor:
             return False
         scores = ssn.node_scores(task, rows)
         free = (fut[rows] >= vec).all(axis=1)
-        order = np.lexsort((rows, -scores, ~free))
+        # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
+        # cost's first key), then by score, then by row.
+        floor = self.min_priority(idx)[rows]
+        order = np.lexsort((rows, -scores, floor, ~free))
         shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
         if scope == "cross":
             self._entitled = self.entitlement(queue, task)
+        best_per_task = 1.0 / max(remaining, 1)  # no plan costs less than this many jobs (or pods) per task served
         plans: list[Plan] = []
+        best: Plan | None = None
         for i in order:
             row = int(rows[i])
+            if best is not None and not free[i] and floor[i] >= best.cost[0] and (
+                    floor[i] > best.cost[0] or best.cost[1] <= best_per_task and best.cost[2] <= best_per_task):
+                break  # every node left needs victims at least as important, and no cheaper set exists
             plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
             if plan is None:
                 continue
             plan.score = float(scores[i])
             plans.append(plan)
+            if best is None or plan.cost < best.cost:
+                best = plan
             if plan.cost == ZERO_COST and shortfall is not None and shortfall.is_empty():
                 break  # free room, best score first: nothing can beat it
             if len(plans) >= self.max_nodes:
