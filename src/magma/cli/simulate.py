@@ -56,15 +56,16 @@ def run_simulation(paths: list[Path], config: Path | None, until: str | None, pe
 
 def print_summary(result: dict, scenario_warnings: list[str], console: Console) -> None:
     s = result["summary"]
-    for w in scenario_warnings:
-        console.print(f"[yellow]{w}[/yellow]", highlight=False)
+    if scenario_warnings:
+        console.print(f"[yellow]{len(scenario_warnings)} warning(s) in the input; `magma validate` lists them[/yellow]",
+                      highlight=False)
     per_queue: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "running": 0, "done": 0, "waiting": 0, "waits": []})
     for j in result["jobs"]:
         q = per_queue[j["queue"]]
         q["jobs"] += 1
         if j["endTime"] is not None:
             q["done"] += 1
-        elif j["startTime"] is not None:
+        elif j["phase"] == "Running":
             q["running"] += 1
         else:
             q["waiting"] += 1
@@ -117,7 +118,7 @@ def simulate(
             typer.echo(line, err=True)
         typer.echo(f"simulate: {len(e.lines)} problem(s) in the input; nothing was run", err=True)
         raise typer.Exit(2)
-    console = Console(stderr=json_out == "-")
+    console = Console(stderr=json_out == "-", width=None if sys.stdout.isatty() else 140)
     print_summary(result, sim.scenario.warnings, console)
     if json_out == "-":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

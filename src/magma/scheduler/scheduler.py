@@ -33,6 +33,7 @@ class SessionResult:
     time: float
     binds: list[tuple[str, str]] = field(default_factory=list)
     evictions: list[tuple[str, str]] = field(default_factory=list)
+    evicted_uids: dict[str, str] = field(default_factory=dict)  # pod uid -> preempt | reclaim
     reasons: dict[str, str] = field(default_factory=dict)  # job key -> why it waits, in numbers
     phases: dict[str, str] = field(default_factory=dict)  # job key -> PodGroup phase after the session
     latency_ms: float = 0.0
@@ -102,6 +103,7 @@ def close_session(ssn: Session, result: SessionResult) -> None:
             ssn.cluster.record_event(*ev)
     result.binds = list(ssn.binds)
     result.evictions = list(ssn.evictions)
+    result.evicted_uids = dict(ssn.evicted_uids)
 
 
 def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatus:

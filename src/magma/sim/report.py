@@ -53,7 +53,7 @@ _PAGE = """<!doctype html>
 {% for q in queues %}<tr><td>{{ q.name }}</td><td>{{ q.parent or '' }}</td><td class="num">{{ q.weight }}</td>
 <td class="num">{{ q.deserved_gpu }}</td><td class="num">{{ q.allocated_gpu }}</td></tr>{% endfor %}
 </table>
-<h2>Jobs still waiting, and why</h2>
+<h2>Jobs waiting at the end, and why</h2>
 <table><tr><th>job</th><th>queue</th><th>phase</th><th>reason</th></tr>
 {% for j in waiting %}<tr><td>{{ j.kind }} {{ j.namespace }}/{{ j.name }}</td><td>{{ j.queue }}</td><td>{{ j.phase }}</td><td>{{ j.reason or '' }}</td></tr>{% else %}<tr><td colspan="4" class="muted">none</td></tr>{% endfor %}
 </table>
@@ -135,6 +135,11 @@ def gantt_figure(sim: Simulation, result: dict, colors: dict[str, str]) -> go.Fi
                                  marker_color=colors.get(q, "#4C78A8"), name=q, showlegend=q not in shown,
                                  hovertext=f"{label}: running {a:.0f}–{b:.0f}s", hoverinfo="text"))
             shown.add(q)
+        if merged and j["phase"] not in ("Running", "Completed", "Failed", "Aborted", "Terminated") \
+                and merged[-1][1] < end:
+            fig.add_trace(go.Bar(y=[label], x=[end - merged[-1][1]], base=[merged[-1][1]], orientation="h",
+                                 marker_color="#ccc", showlegend=False, name="waiting",
+                                 hovertext=f"{label}: waiting again from {merged[-1][1]:.0f}s", hoverinfo="text"))
         evictions = [r[1] for r in runs_by_job.get(ident, []) if r[3] in ("preempt", "reclaim") and r[1] is not None]
         if evictions:
             fig.add_trace(go.Scatter(y=[label] * len(evictions), x=evictions, mode="markers",
@@ -177,7 +182,7 @@ def render_report(sim: Simulation, result: dict, title: str) -> str:
         waits=_fig_html(waits_figure(result, colors)),
         queues=[{**q, "deserved_gpu": (q["deserved"] or {}).get(GPU, "–") if q["deserved"] is not None else "–",
                  "allocated_gpu": q["allocated"].get(GPU, 0)} for q in result["queues"]],
-        waiting=[j for j in result["jobs"] if j["startTime"] is None],
+        waiting=[j for j in result["jobs"] if j["endTime"] is None and j["phase"] != "Running"],
         events=events[:MAX_EVENTS],
         events_cut=max(0, len(events) - MAX_EVENTS),
     )

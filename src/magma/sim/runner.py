@@ -172,10 +172,7 @@ class Simulation:
 
     def _record(self, t: float, result: SessionResult) -> None:
         state = self.cluster.state()
-        for key, reason in result.evictions:
-            pod = state.pods.get(key)
-            if pod is not None:
-                self.trace.evicted_pods[pod.metadata.uid or key] = reason
+        self.trace.evicted_pods.update(result.evicted_uids)
         by_queue: dict[str, float] = {}
         for pod in state.pods.values():
             owner = _owner(pod, state)

@@ -29,8 +29,10 @@ magma's deliberate differences ("preemption that happens when users expect it", 
    reason "preempt"/"reclaim"), and that cost counts: the set chosen has the lowest highest-priority, then the
    fewest jobs, then the fewest pods, per preemptor task that the freed room serves (evicting a 2-pod gang that
    frees two nodes for a 2-pod preemptor is as cheap as one single-pod job per task). Nodes are compared by that
-   cost, then by score, then by row (Volcano takes the first workable node in score order). At most
-   `maxCandidateNodesAbsolute` (default 100) workable nodes are compared per task.
+   cost, then by score, then by row (Volcano takes the first workable node in score order). Nodes are visited
+   with free room first, then by the lowest priority of a possible victim on them; at most
+   `maxCandidateNodesAbsolute` (default 100) workable nodes are compared per task, and the search stops early
+   once PATIENCE (16) workable nodes in a row brought nothing cheaper.
 5. Belt and braces, checked here whatever the plugins vote: `volcano.sh/preemptable: "false"`
    (TaskInfo.preemptable), system-critical pods (TaskInfo.critical), `preemptionPolicy: Never` on the preemptor,
    `reclaimable: false` queues (and their sub-queues, across queues), jobs placed or pipelined in this session;
@@ -75,6 +77,7 @@ WHOLE_STATUSES = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole ev
 UNSETTLED = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})  # placed this session: never a victim
 MAX_COMBO_JOBS = 3
 MAX_COMBOS = 4096
+PATIENCE = 16  # stop comparing nodes after this many workable ones brought no cheaper victim set
 
 
 # ---------------------------------------------------------------- job selection
@@ -381,18 +384,22 @@ class Evictor:
         best_per_task = 1.0 / max(remaining, 1)  # no plan costs less than this many jobs (or pods) per task served
         plans: list[Plan] = []
         best: Plan | None = None
+        stale = 0  # workable nodes seen since the best plan last improved
         for i in order:
             row = int(rows[i])
             if best is not None and not free[i] and floor[i] >= best.cost[0] and (
-                    floor[i] > best.cost[0] or best.cost[1] <= best_per_task and best.cost[2] <= best_per_task):
-                break  # every node left needs victims at least as important, and no cheaper set exists
+                    floor[i] > best.cost[0] or stale >= PATIENCE
+                    or best.cost[1] <= best_per_task and best.cost[2] <= best_per_task):
+                break  # the nodes left need victims at least as important, and none has been cheaper lately
             plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
             if plan is None:
                 continue
             plan.score = float(scores[i])
             plans.append(plan)
             if best is None or plan.cost < best.cost:
-                best = plan
+                best, stale = plan, 0
+            else:
+                stale += 1
             if plan.cost == ZERO_COST and shortfall is not None and shortfall.is_empty():
                 break  # free room, best score first: nothing can beat it
             if len(plans) >= self.max_nodes:
@@ -462,9 +469,11 @@ class Evictor:
         on_row = self.candidates_on(idx, row, pjob, task, scope)
         quota_needed = shortfall is not None and not shortfall.is_empty()
         if not need.any() and not quota_needed:
+            if scope == "cross" and self._entitled[1] < len(self._entitled[0]):
+                return None  # free room, but growing there would take the preemptor's branch over its share
             return Plan(row, [], ZERO_COST)
         if not on_row:
-            return None if (need.any() or quota_needed) else Plan(row, [], ZERO_COST)
+            return None
         if scope == "job":
             return self._plan_within_job(task, row, on_row, need)
         offered = self._offer(on_row, scope)

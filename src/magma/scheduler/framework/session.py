@@ -73,6 +73,7 @@ class Session:
         self.cluster = cluster  # the cluster interface; None when only decisions are wanted (tests)
         self.binds: list[tuple[str, str]] = []  # (pod key, node) committed this session
         self.evictions: list[tuple[str, str]] = []  # (pod key, reason) committed this session
+        self.evicted_uids: dict[str, str] = {}  # pod uid -> reason, for traces that outlive pod names
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
@@ -330,6 +331,7 @@ class Session:
                 self.record_event("Warning", "FailedEviction", "Pod", task.key, str(e))
                 return
         self.evictions.append((task.key, reason))
+        self.evicted_uids[task.uid] = reason
         job = self.job_of(task)
         if job is not None:
             self.record_event("Normal", "Evict", "PodGroup", job.key,
