@@ -13,7 +13,8 @@ $(BIN)/magma: pyproject.toml
 install: $(BIN)/magma
 
 demo: install
-	$(BIN)/magma validate examples/
+	mkdir -p out
+	$(BIN)/magma simulate examples/seed-h100 --until 2h --json out/seed-h100.json --report out/seed-h100.html
 
 lint: install
 	$(BIN)/lint-imports

@@ -152,7 +152,11 @@ def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: 
 
 
 def queue_status(ssn: Session) -> dict[str, dict]:
-    """Allocated resources per queue, rolled up to the parents, plus pod group counts."""
+    """Allocated resources per queue, rolled up to the parents: the part of Queue status the scheduler owns.
+
+    PodGroup counts belong to the queue controller (as in Volcano); writing them here too would make the two
+    fight over the same fields every session.
+    """
     allocated = {q: ssn.queue_allocated(q) for q in ssn.queues}
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
@@ -162,9 +166,5 @@ def queue_status(ssn: Session) -> dict[str, dict]:
             child = stack.pop()
             total = total + allocated.get(child, type(total)())
             stack.extend(ssn.queues[child].children if child in ssn.queues else [])
-        counts = {"pending": 0, "inqueue": 0, "running": 0, "unknown": 0, "completed": 0}
-        for j in ssn.jobs.values():
-            if j.queue == name:
-                counts[j.phase.lower()] = counts.get(j.phase.lower(), 0) + 1
-        out[name] = {"allocated": total.to_quantities(), **counts}
+        out[name] = {"allocated": total.to_quantities()}
     return out

@@ -29,7 +29,7 @@ def build_result(sim: Simulation) -> dict:
     trace = sim.trace
     state = sim.cluster.state()
     end = trace.end_time
-    last = trace.sessions[-1] if trace.sessions else None
+    last = trace.last
     evicted_by_job: dict[str, int] = {}
     for uid, runs in trace.pod_runs.items():
         if uid in trace.evicted_pods and runs:

@@ -40,8 +40,19 @@ class Sample:
 
 
 @dataclass
+class SessionRecord:
+    """What the trace keeps of each session (the full SessionResult is kept only for the last one)."""
+
+    time: float
+    latency_ms: float
+    binds: int
+    evictions: int
+
+
+@dataclass
 class Trace:
-    sessions: list[SessionResult] = field(default_factory=list)
+    sessions: list[SessionRecord] = field(default_factory=list)
+    last: SessionResult | None = None
     samples: list[Sample] = field(default_factory=list)
     # pod key -> list of (start, end or None, node, outcome) intervals, for the Gantt chart
     pod_runs: dict[str, list[list]] = field(default_factory=dict)
@@ -117,7 +128,8 @@ class Simulation:
             changed |= self.kubelet.step(t)
             changed |= self.controller.sync()
             result = self.scheduler.run_once()
-            self.trace.sessions.append(result)
+            self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+            self.trace.last = result
             started = self.kubelet.start_bound(t)
             self.kubelet.step(t)
             changed |= self.controller.sync()
@@ -230,7 +242,7 @@ def _owner(pod, state) -> str | None:
     return None
 
 
-def latency_stats(sessions: list[SessionResult]) -> dict[str, float]:
+def latency_stats(sessions: list[SessionRecord]) -> dict[str, float]:
     xs = sorted(s.latency_ms for s in sessions)
     if not xs:
         return {"mean": 0.0, "p99": 0.0, "max": 0.0}

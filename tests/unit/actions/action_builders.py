@@ -9,9 +9,12 @@ back what a session did.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 from typing import Any, Iterable
 
-from magma.api.config import parse_config
+import yaml
+
+from magma.api.config import config_from_configmap, parse_config
 from magma.api.defaults import builtin_queues
 from magma.api.load import load_text
 from magma.api.objects import Pod, Queue
@@ -258,3 +261,43 @@ class World:
 
 def snapshot(world: World):
     return build(world.cluster.state())
+
+
+# ---------------------------------------------------------------- the seed's §11-12 world
+
+SEED = Path(__file__).resolve().parents[2] / "data" / "seed" / "s11-12"
+
+
+def seed_config():
+    """The seed's §11 ConfigMap, as written (actions "enqueue, allocate, preempt, backfill")."""
+    cm = yaml.safe_load((SEED / "11-configmap.yaml").read_text())
+    result = config_from_configmap(cm["data"])
+    assert result.config is not None, result.messages()
+    return result.config
+
+
+def seed_world(podless: bool = False) -> World:
+    """The seed's §12 cluster: 32 nodes x 8 GPUs, all busy with team jobs (team-nlp 96 GPUs in three 4-pod gangs,
+    team-cv 96 in six 2-pod gangs, team-research 64 in eight single pods), the §12 queues and PriorityClass, and
+    the emergency job (2 pods x 8 GPUs, priority 100000) arriving Pending: with its pods, or (`podless`) as a
+    Volcano Job's PodGroup before the controller created them."""
+    text = (SEED / "12-queues.yaml").read_text()
+    text += nodes_yaml("gpu", 32, gpu=8, cpu=128, memory="1024Gi")
+    nodes = iter(f"gpu-{i}" for i in range(32))
+
+    def take(k):
+        return [next(nodes) for _ in range(k)]
+
+    for i in range(3):
+        text += gang_yaml(f"nlp-{i}", "team-nlp", 4, running_on=take(4), ns="nlp", grace=30)
+    for i in range(6):
+        text += gang_yaml(f"cv-{i}", "team-cv", 2, running_on=take(2), ns="cv", grace=30)
+    for i in range(8):
+        text += gang_yaml(f"res-{i}", "team-research", 1, running_on=take(1), ns="research", grace=30)
+    if podless:
+        text += podgroup_yaml("emergency-hotfix-training", "emergency", 2, phase="Pending",
+                              priority_class="emergency", min_resources={"nvidia.com/gpu": "16"}, creation=100)
+    else:
+        text += gang_yaml("emergency-hotfix-training", "emergency", 2, gpu=8, priority_class="emergency",
+                          phase="Pending", min_resources=True, creation=100)
+    return World(text)

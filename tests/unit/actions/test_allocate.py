@@ -19,7 +19,7 @@ from action_builders import (
     queue_yaml,
 )
 from magma.scheduler.actions.allocate import NodeSampling, need_continue_allocating
-from magma.scheduler.framework import ACTIONS, PLUGINS, PredicateResult, TaskStatus, plugin
+from magma.scheduler.framework import ACTIONS, PredicateResult, TaskStatus, plugin
 from magma.scheduler.reasons import job_reason
 
 S = TaskStatus
@@ -301,3 +301,9 @@ def test_job_reason_is_numeric_for_pending_jobs():
     job = next(iter(j for j in ssn.jobs.values() if j.name == "j"))
     text = job_reason(ssn, job)
     assert "minMember 2" in text and "nvidia.com/gpu: 16" in text
+
+
+def test_bad_sampling_arguments_keep_the_defaults():
+    s = NodeSampling({"percentageOfNodesToFind": "lots", "minNodesToFind": None})
+    assert not s.enabled and s.count(5000) == 5000
+    assert NodeSampling({"percentageOfNodesToFind": "0"}).count(1000) == 420

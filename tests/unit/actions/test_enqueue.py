@@ -121,3 +121,20 @@ def test_podless_job_of_equal_priority_stays_pending():
     ssn.plugins["overcommit"].on_session_open(ssn)
     ACTIONS["enqueue"](ssn, {})
     assert job(ssn, "other").phase == "Pending"
+
+
+def test_seed_emergency_podgroup_without_pods_passes_a_closed_gate():
+    # The seed's emergency Volcano Job before its pods exist, with the over-commit gate closed (factor 1: the
+    # cluster is full). Its queue is within its guarantee and the teams are over their shares: admitted, so
+    # that the controller creates the pods and preempt can act next session.
+    from action_builders import seed_config, seed_world
+
+    w = seed_world(podless=True)
+    ssn = w.session(seed_config())
+    ssn.plugins["overcommit"].factor = 1.0
+    ssn.plugins["overcommit"].on_session_open(ssn)
+    ACTIONS["enqueue"](ssn, {})
+    em = job(ssn, "emergency-hotfix-training")
+    assert em.phase == "Inqueue"
+    assert em.reason.startswith("cluster over-commit limit: nvidia.com/gpu idle 0")
+    assert "admitted anyway" in em.reason

@@ -4,12 +4,10 @@ freed nodes, the hard rules (preemptable false, critical pods, Never, reclaimabl
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 from action_builders import (
     World,
+    seed_config,
+    seed_world,
     conf,
     gang_yaml,
     nodes_yaml,
@@ -17,22 +15,13 @@ from action_builders import (
     priority_class_yaml,
     queue_yaml,
 )
-from magma.api.config import config_from_configmap
 from magma.api.resources import GPU
 from magma.scheduler.framework import ACTIONS, TaskStatus
 
 S = TaskStatus
-SEED = Path(__file__).resolve().parents[2] / "data" / "seed" / "s11-12"
 DEFAULT_TIERS = (["priority", "gang", "conformance"], ["overcommit", "drf", "predicates", "proportion", "nodeorder"])
 PREEMPT = conf("enqueue, allocate, preempt, backfill", *DEFAULT_TIERS)
 PCS = priority_class_yaml("low", 10) + priority_class_yaml("mid", 100) + priority_class_yaml("high", 1000)
-
-
-def seed_config():
-    cm = yaml.safe_load((SEED / "11-configmap.yaml").read_text())
-    result = config_from_configmap(cm["data"])
-    assert result.config is not None, result.messages()
-    return result.config
 
 
 def settle(w: World, config, sessions: int = 4, grace_tick: float = 60.0):
@@ -276,26 +265,6 @@ def test_no_share_plugin_no_preemption_across_queues():
 
 
 # ---------------------------------------------------------------- the seed's §11-12 emergency story
-
-
-def seed_world() -> World:
-    """32 nodes x 8 GPUs, all busy with team jobs; the emergency job arrives Pending."""
-    text = (SEED / "12-queues.yaml").read_text()
-    text += nodes_yaml("gpu", 32, gpu=8, cpu=128, memory="1024Gi")
-    nodes = iter(f"gpu-{i}" for i in range(32))
-
-    def take(k):
-        return [next(nodes) for _ in range(k)]
-
-    for i in range(3):  # team-nlp: 96 GPUs in three 4-pod gangs
-        text += gang_yaml(f"nlp-{i}", "team-nlp", 4, running_on=take(4), ns="nlp", grace=30)
-    for i in range(6):  # team-cv: 96 GPUs in six 2-pod gangs
-        text += gang_yaml(f"cv-{i}", "team-cv", 2, running_on=take(2), ns="cv", grace=30)
-    for i in range(8):  # team-research: 64 GPUs in eight single pods
-        text += gang_yaml(f"res-{i}", "team-research", 1, running_on=take(1), ns="research", grace=30)
-    text += gang_yaml("emergency-hotfix-training", "emergency", 2, gpu=8, priority_class="emergency",
-                      phase="Pending", min_resources=True, creation=100)
-    return World(text)
 
 
 TEAM_GUARANTEE = {"team-nlp": 64, "team-cv": 64, "team-research": 32}

@@ -50,8 +50,6 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
-from magma.api.resources import Resources
-
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action
 from ..framework.session import PredicateResult
 from .. import reasons
@@ -108,6 +106,17 @@ def flag(value: Any, default: bool) -> bool:
     return default
 
 
+def int_arg(arguments: dict, key: str, default: int | None) -> int | None:
+    """An integer action argument; a value that is not a number keeps the default (as Volcano's GetInt)."""
+    raw = arguments.get(key)
+    if raw is None or isinstance(raw, bool):
+        return default
+    try:
+        return int(float(raw))
+    except (TypeError, ValueError):
+        return default
+
+
 def enqueue_configured(ssn: Session) -> bool:
     actions = getattr(ssn.config, "actions", None)
     if actions is None:
@@ -140,13 +149,11 @@ class NodeSampling:
     """Volcano's feasible-node sampling (off by default in magma: every node is considered)."""
 
     def __init__(self, arguments: dict):
-        raw = arguments.get("percentageOfNodesToFind")
-        self.enabled = raw is not None
-        self.percentage = int(float(raw)) if raw is not None else 100
-        self.min_nodes = int(float(arguments.get("minNodesToFind", 100)))
-        self.min_percentage = int(float(arguments.get("minPercentageOfNodesToFind", 5)))
-        if self.percentage >= 100:
-            self.enabled = False
+        pct = int_arg(arguments, "percentageOfNodesToFind", None)
+        self.enabled = pct is not None and pct < 100
+        self.percentage = 100 if pct is None else pct
+        self.min_nodes = max(int_arg(arguments, "minNodesToFind", 100) or 0, 1)
+        self.min_percentage = max(int_arg(arguments, "minPercentageOfNodesToFind", 5) or 0, 1)
         self.start = 0
 
     def count(self, n: int) -> int:
@@ -202,8 +209,8 @@ class Candidates:
     """One group of identical tasks during one job's turn: masks and scores over all node rows.
 
     `fit_future` = predicates pass and request <= FutureIdle (Volcano's filter); `fit_idle` = also <= Idle.
-    After a placement only the changed rows are re-checked (`refresh`), unless `full` says the whole arrays
-    must be rebuilt (placement-sensitive jobs)."""
+    After a placement only the changed rows are re-checked and re-scored (`refresh`); for placement-sensitive
+    jobs the arrays are rebuilt instead."""
 
     def __init__(self, alloc: "Allocator", task: TaskInfo):
         self.alloc = alloc

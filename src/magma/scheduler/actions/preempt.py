@@ -58,7 +58,6 @@ from magma.api.resources import PODS, Resources
 
 from ..framework import (
     ALLOCATED,
-    READY,
     JobInfo,
     QueueInfo,
     Session,
@@ -68,7 +67,7 @@ from ..framework import (
     action,
 )
 from .. import reasons
-from .allocate import OrderedHeap, PredicateCache, flag, group_key, sorted_by_uid
+from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
 PREEMPT_STATUSES = frozenset({S.BOUND, S.RUNNING})  # Volcano's PreemptableStatus
@@ -206,7 +205,7 @@ class Evictor:
         self.reason = reason
         self.statuses = PREEMPT_STATUSES if reason == "preempt" else RECLAIM_STATUSES
         self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
-        self.max_nodes = max(int(float(arguments.get("maxCandidateNodesAbsolute", 100))), 1)
+        self.max_nodes = max(int_arg(arguments, "maxCandidateNodesAbsolute", 100) or 1, 1)
         self.figures = reasons.queue_figures(ssn)
         self.alloc: dict[str, Resources] = {q: Resources() for q in ssn.queues}
         for job in ssn.jobs.values():
