@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import explain, simulate, validate
+from . import explain, replay, simulate, validate
 
 app = typer.Typer(
     name="magma",
@@ -16,6 +16,7 @@ app = typer.Typer(
 app.command("validate")(validate.validate)
 app.command("simulate")(simulate.simulate)
 app.command("explain")(explain.explain)
+app.add_typer(replay.app, name="replay")
 
 
 @app.callback()

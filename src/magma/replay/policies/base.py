@@ -73,3 +73,58 @@ class Policy:
         if tc.share:
             return [best_fit_gpu(free, tc.m)]
         return whole_gpus(free, tc.k)
+
+
+class _Cache:
+    __slots__ = ("score", "stamp", "gpu", "after")
+
+    def __init__(self, n: int):
+        self.score = np.zeros(n, dtype=np.float64)
+        self.stamp = np.full(n, -1, dtype=np.int64)
+        self.gpu = np.zeros(n, dtype=np.int64)
+        self.after = np.zeros(n, dtype=np.float64)
+
+
+class FragmentationPolicy(Policy):
+    """A policy whose evaluation also yields the GPU to use and the node's fragmentation afterwards.
+
+    `evaluate(tc, rows)` returns (score, GPU index or -1, fragmentation after) per row; they are cached per task
+    class and node like scores, the chosen GPU comes from the cache, and the chosen node's new fragmentation is
+    handed to the cluster state instead of being recomputed."""
+
+    needs_frag = True
+
+    def bind(self, state, ranks, rng):
+        super().bind(state, ranks, rng)
+        _, access_id = np.unique(state.workload.target_access, axis=0, return_inverse=True)
+        self.access_id = access_id.reshape(-1).astype(np.int64)
+        self._caches: dict[int, _Cache] = {}
+
+    def evaluate(self, tc: "TaskClass", rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def scores(self, tc, rows):
+        return self.evaluate(tc, rows)[0]
+
+    def select(self, tc, rows, memory=0):
+        c = self._caches.get(tc.id)
+        if c is None:
+            c = self._caches[tc.id] = _Cache(self.state.n)
+        version = self.state.version
+        stale = rows[c.stamp[rows] != version[rows]]
+        if stale.size:
+            c.score[stale], c.gpu[stale], c.after[stale] = self.evaluate(tc, stale)
+            c.stamp[stale] = version[stale]
+        s = c.score[rows]
+        best = rows[s == s.max()]
+        if best.size == 1:
+            return int(best[0])
+        return int(best[np.argmin(self.ranks[best])])
+
+    def gpus(self, node, tc):
+        if tc.share:
+            return [int(self._caches[tc.id].gpu[node])]
+        return whole_gpus(self.state.gpu[node], tc.k)
+
+    def after_frag(self, node, tc):
+        return float(self._caches[tc.id].after[node])
