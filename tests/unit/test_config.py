@@ -9,6 +9,7 @@ import yaml
 
 from magma.api.config import (
     DEFAULT_CONF,
+    VOLCANO_DEFAULT_CONF,
     DRF_HIERARCHY_IGNORED,
     DRF_HIERARCHY_WITH_PROPORTION,
     FLAG_DEFAULTS,
@@ -18,6 +19,7 @@ from magma.api.config import (
     SchedulerConfig,
     config_from_configmap,
     default_config,
+    volcano_default_config,
     parse_config,
 )
 from magma.api.duration import parse_duration
@@ -94,8 +96,8 @@ def only_warning(result: ConfigResult):
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def test_default_config_is_volcanos():
-    config = default_config()
+def test_volcano_default_config_is_volcanos():
+    config = volcano_default_config()
     assert config.actions == ["enqueue", "allocate", "backfill"]
     assert [[p.name for p in t.plugins] for t in config.tiers] == [
         ["priority", "gang", "conformance"],
@@ -103,7 +105,31 @@ def test_default_config_is_volcanos():
     ]
     assert config.configurations == []
     assert config.action_arguments("allocate") == {}
+    assert parse_config(VOLCANO_DEFAULT_CONF).warnings == []
+
+
+def test_magma_default_config_is_volcanos_plus_reservation():
+    config = default_config()
+    volcano = volcano_default_config()
+    assert config.actions == volcano.actions
+    assert [[p.name for p in t.plugins] for t in config.tiers] == [
+        ["priority", "gang", "conformance"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "reservation"],
+    ]
     assert parse_config(DEFAULT_CONF).warnings == []
+    res = config.plugin("reservation")
+    assert res.argument("reservation.maxJobs") == 4
+    assert res.argument("reservation.window") == 86400.0
+    assert res.argument("reservation.enqueue") is True
+
+
+def test_reservation_arguments_are_checked():
+    text = VOLCANO_DEFAULT_CONF + "  - name: reservation\n    arguments: {reservation.maxJobs: -1, reservation.window: 0s}\n"
+    result = parse_config(text)
+    assert not result.ok
+    assert {p.field.rsplit(".", 1)[-1] for p in result.errors} >= {"maxJobs", "window"}
+    ok = parse_config(VOLCANO_DEFAULT_CONF + "  - name: reservation\n    arguments: {reservation.window: 2h}\n")
+    assert ok.ok and ok.config.plugin("reservation").argument("reservation.window") == 7200.0
 
 
 def test_default_flags_are_true_except_hierarchy_and_cluster_order():

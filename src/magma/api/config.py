@@ -53,6 +53,14 @@ and, for configs written for that PR, fairshare.halfLifeMinutes (alias of half-l
 an error), fairshare.targetQueues ("q1,q2"; default all queues), fairshare.resourceKey (default
 "nvidia.com/gpu"), fairshare.resourceKey.<queue>, fairshare.enableEnqueueGate (default false),
 fairshare.persistState, fairshare.stateNamespace, fairshare.stateConfigMap, fairshare.flushIntervalSeconds.
+
+The `reservation` plugin is magma's too (reservations for big gangs and backfill around them,
+docs/reservation-backfill.md); `default_config()` is Volcano's default plus this plugin, `volcano_default_config()`
+Volcano's exactly. Its arguments:
+  reservation.maxJobs (integer >= 0, default 4): most jobs reserved for per session (Slurm's bf_max_job_test);
+  reservation.window (duration > 0, default 24h): how far ahead a planned start may lie (Slurm's bf_window);
+  reservation.enqueue (bool, default true): enqueue admits the job first in line and jobs that fit now past the
+    load gates (overcommit, proportion, capacity).
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ __all__ = [
     "CONFIGMAP_NAME",
     "CONFIGMAP_KEY",
     "DEFAULT_CONF",
+    "VOLCANO_DEFAULT_CONF",
     "FLAG_DEFAULTS",
     "MAGMA_ACTIONS",
     "MAGMA_PLUGINS",
@@ -88,14 +97,15 @@ __all__ = [
     "ConfigError",
     "parse_config",
     "default_config",
+    "volcano_default_config",
     "config_from_configmap",
 ]
 
 CONFIGMAP_NAME = "volcano-scheduler-configmap"
 CONFIGMAP_KEY = "volcano-scheduler.conf"
 
-# Volcano's built-in config, used when none is given (pkg/scheduler/util.go).
-DEFAULT_CONF = """\
+# Volcano's built-in config (pkg/scheduler/util.go).
+VOLCANO_DEFAULT_CONF = """\
 actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
@@ -109,6 +119,9 @@ tiers:
   - name: proportion
   - name: nodeorder
 """
+# magma's default, used when no config is given: Volcano's plus the reservation plugin (reservations for big gangs
+# and backfill around them, docs/reservation-backfill.md). VOLCANO_DEFAULT_CONF gives Volcano's behaviour.
+DEFAULT_CONF = VOLCANO_DEFAULT_CONF + "  - name: reservation\n"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Vocabulary
@@ -172,6 +185,7 @@ MAGMA_PLUGINS = (
     "fairshare",
     "network-topology-aware",
     "magma",
+    "reservation",
 )
 # Registered in Volcano's pkg/scheduler/plugins/factory.go but not implemented by magma.
 VOLCANO_ONLY_PLUGINS = (
@@ -431,6 +445,14 @@ PLUGIN_ARGUMENTS: dict[str, ArgTable] = {
     ),
     # magma's placement plugin validates its own arguments.
     "magma": ArgTable({}, open=True),
+    # magma's reservation and backfill of big gangs (docs/reservation-backfill.md); not a Volcano plugin.
+    "reservation": ArgTable(
+        {
+            "reservation.maxJobs": ArgSpec("integer", default=4, minimum=0),
+            "reservation.window": ArgSpec("duration", default=24 * 3600.0, minimum=0, exclusive=True),
+            "reservation.enqueue": ArgSpec("bool", default=True),
+        }
+    ),
 }
 
 _PREDICATE_CACHE = {"predicateErrorCacheEnable": ArgSpec("bool", default=True, volcano="bool")}
@@ -662,9 +684,15 @@ def parse_config(text: str, source: str = "<config>") -> ConfigResult:
 
 
 def default_config() -> SchedulerConfig:
-    """Volcano's built-in config: actions enqueue, allocate, backfill; tiers [priority, gang, conformance],
-    [overcommit, drf, predicates, proportion, nodeorder]."""
+    """magma's default config: Volcano's built-in one (actions enqueue, allocate, backfill; tiers [priority, gang,
+    conformance], [overcommit, drf, predicates, proportion, nodeorder]) with the reservation plugin added at the end
+    of the second tier."""
     return parse_config(DEFAULT_CONF, "<default>").unwrap()
+
+
+def volcano_default_config() -> SchedulerConfig:
+    """Volcano's built-in config, exactly (no reservations: big gangs can starve behind small jobs)."""
+    return parse_config(VOLCANO_DEFAULT_CONF, "<volcano default>").unwrap()
 
 
 def config_from_configmap(data: Any, source: str = f"ConfigMap {CONFIGMAP_NAME}") -> ConfigResult:

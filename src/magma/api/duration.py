@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_duration", "UNITS"]
+__all__ = ["parse_duration", "format_duration", "UNITS"]
 
 # Seconds per unit. Both spellings of the micro sign are Go's too (U+00B5 and U+03BC).
 UNITS: dict[str, float] = {
@@ -79,3 +79,20 @@ def _explain(rest: str) -> str:
     if not unit:
         return f"missing unit after {rest!r} (units: ns, us, ms, s, m, h, d)"
     return f"unknown unit {unit!r} (units: ns, us, ms, s, m, h, d)"
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as people write it: `9m40s`, `1h5m`, `2d3h`, `45s` (at most two units, rounded down to seconds)."""
+    if not math.isfinite(seconds):
+        return "unknown"
+    total = max(int(seconds), 0)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size or (unit == "s" and not parts):
+            parts.append(f"{total // size}{unit}")
+            total %= size
+        elif parts:
+            parts.append("")  # a skipped unit still counts towards the two shown
+        if len([p for p in parts if p]) == 2 or len(parts) == 2:
+            break
+    return "".join(parts)

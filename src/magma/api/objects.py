@@ -285,6 +285,12 @@ class PodSpec(KubeModel):
         max(sum of app containers + sidecars, each init container + the sidecars started before it),
         plus overhead.
         """
+        if not self.init_containers and not self.overhead:
+            # The common pod: the sum of its containers, as the general formula below gives it.
+            total = Resources()
+            for c in self.containers:
+                total = total + c.resources.effective()
+            return total.max_with(Resources())
         sidecars = Resources()
         init_peak = Resources()
         for c in self.init_containers:

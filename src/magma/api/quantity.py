@@ -38,13 +38,15 @@ class QuantityError(ValueError):
 class Quantity:
     """An exact quantity that remembers the text it was written as (for lossless round trips)."""
 
-    __slots__ = ("value", "text", "raw")
+    __slots__ = ("value", "text", "raw", "_milli", "_units")
 
     def __init__(self, value: Fraction | int, text: str | None = None, raw: object = None):
         self.value = Fraction(value)
         self.text = text if text is not None else format_quantity(self.value)
         # What the manifest held (a YAML int stays an int when dumped again).
         self.raw = raw if raw is not None else self.text
+        self._milli: int | None = None  # MilliValue and Value, computed once (a quantity is never changed)
+        self._units: int | None = None
 
     @classmethod
     def parse(cls, raw: object) -> "Quantity":
@@ -63,11 +65,23 @@ class Quantity:
 
     def milli(self) -> int:
         """Value in thousandths, rounded up as apimachinery's MilliValue does."""
-        return _ceil(self.value * 1000)
+        m = self._milli
+        if m is None:
+            # Equal texts are equal values: many pods written from one template share the arithmetic.
+            m = _MILLI.get(self.text)
+            if m is None:
+                m = _ceil(self.value * 1000)
+                if len(_MILLI) < 65536:
+                    _MILLI[self.text] = m
+            self._milli = m
+        return m
 
     def units(self) -> int:
         """Value in whole units, rounded up as apimachinery's Value does."""
-        return _ceil(self.value)
+        u = self._units
+        if u is None:
+            u = self._units = _ceil(self.value)
+        return u
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Quantity):
@@ -93,6 +107,9 @@ class Quantity:
 
     def __str__(self) -> str:
         return self.text
+
+
+_MILLI: dict[str, int] = {}  # quantity text -> MilliValue
 
 
 def _ceil(value: Fraction) -> int:

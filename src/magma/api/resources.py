@@ -8,6 +8,7 @@ equality, so the comparisons here need no epsilon.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Iterable, Iterator, Literal, Mapping
 
@@ -37,10 +38,17 @@ def to_units(name: str, quantity: Quantity) -> int:
 class Resources(Mapping[str, int]):
     """An immutable resource vector. Absent names are zero unless a comparison says otherwise."""
 
-    __slots__ = ("_v",)
+    __slots__ = ("_v", "_h")
 
     def __init__(self, values: Mapping[str, int] | None = None):
         self._v = {k: int(v) for k, v in (values or {}).items() if v}
+
+    @classmethod
+    def _of(cls, values: dict[str, int]) -> "Resources":
+        """From a dict of non-zero ints that nobody else holds (arithmetic results): no copy, no conversion."""
+        r = object.__new__(cls)
+        r._v = values
+        return r
 
     @classmethod
     def parse(cls, raw: Mapping[str, object] | None) -> "Resources":
@@ -66,29 +74,72 @@ class Resources(Mapping[str, int]):
     def __contains__(self, name: object) -> bool:
         return name in self._v
 
+    # The dict's own read-only views (the Mapping mixins would call __getitem__ once per name, in Python).
+    def keys(self):  # type: ignore[override]
+        return self._v.keys()
+
+    def items(self):  # type: ignore[override]
+        return self._v.items()
+
+    def values(self):  # type: ignore[override]
+        return self._v.values()
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return self._v.get(name, 0)  # as Mapping.get over __getitem__ gave it: absent names are 0
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
             return self._v == other._v
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._v.items()))
+        try:
+            return self._h
+        except AttributeError:  # computed once: the vector never changes
+            self._h = hash(frozenset(self._v.items()))
+            return self._h
+
+    @classmethod
+    def sum(cls, items: Iterable["Resources"]) -> "Resources":
+        """The sum of resource vectors (as adding them one by one gives it, without the intermediate vectors)."""
+        acc: dict[str, int] = {}
+        get = acc.get
+        for r in items:
+            for k, v in r._v.items():
+                acc[k] = get(k, 0) + v
+        return cls._of({k: v for k, v in acc.items() if v})
 
     def __repr__(self) -> str:
         return f"Resources({self.format()})"
 
     # Arithmetic
     def __add__(self, other: Mapping[str, int]) -> "Resources":
+        if not isinstance(other, Resources):
+            out = dict(self._v)
+            for k, v in other.items():
+                out[k] = out.get(k, 0) + v
+            return Resources(out)
+        if not other._v:
+            return self
+        if not self._v:
+            return other
         out = dict(self._v)
-        for k, v in other.items():
+        for k, v in other._v.items():
             out[k] = out.get(k, 0) + v
-        return Resources(out)
+        return Resources._of({k: v for k, v in out.items() if v})
 
     def __sub__(self, other: Mapping[str, int]) -> "Resources":
+        if not isinstance(other, Resources):
+            out = dict(self._v)
+            for k, v in other.items():
+                out[k] = out.get(k, 0) - v
+            return Resources(out)
+        if not other._v:
+            return self
         out = dict(self._v)
-        for k, v in other.items():
+        for k, v in other._v.items():
             out[k] = out.get(k, 0) - v
-        return Resources(out)
+        return Resources._of({k: v for k, v in out.items() if v})
 
     def __mul__(self, factor: int) -> "Resources":
         return Resources({k: v * factor for k, v in self._v.items()})
@@ -127,6 +178,8 @@ class Resources(Mapping[str, int]):
     # Comparisons (Volcano's LessEqual family)
     def less_equal(self, other: Mapping[str, int], missing: Missing = "zero") -> bool:
         """Every resource of self fits in other; names absent from other count as `missing`."""
+        if isinstance(other, Resources):
+            other = other._v  # same answers, without the Mapping protocol's Python-level calls
         for k, v in self._v.items():
             if k in other:
                 if v > other[k]:
@@ -140,7 +193,10 @@ class Resources(Mapping[str, int]):
         return all(self[k] <= other.get(k, 0) for k in names)
 
     def is_empty(self) -> bool:
-        return not any(v > 0 for v in self._v.values())
+        for v in self._v.values():
+            if v > 0:
+                return False
+        return True
 
     def any_negative(self) -> bool:
         return any(v < 0 for v in self._v.values())
@@ -172,16 +228,21 @@ class Resources(Mapping[str, int]):
         return out
 
     def quantity_text(self, name: str) -> str:
-        v = self[name]
-        if is_bytes(name):
-            return format_quantity(v, binary=True)
-        return format_quantity(Fraction(v, 1000))
+        return _quantity_text(name, self[name])
 
     def format(self) -> str:
         return ", ".join(f"{k}: {self.quantity_text(k)}" for k in sorted(self._v)) or "none"
 
     def to_quantities(self) -> dict[str, str]:
         return {k: self.quantity_text(k) for k in sorted(self._v)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(name: str, v: int) -> str:
+    """An amount as quantity text (a pure function of name and value, asked again and again for the same ones)."""
+    if is_bytes(name):
+        return format_quantity(v, binary=True)
+    return format_quantity(Fraction(v, 1000))
 
 
 EMPTY = Resources()

@@ -59,8 +59,8 @@ class Cluster(Protocol):
 
     def get(self, kind: str, key: str) -> Object | None: ...
 
-    def bind(self, pod_key: str, node_name: str) -> None:
-        """Bind a pending pod; raises ClusterError if it is gone or already bound."""
+    def bind(self, pod_key: str, node_name: str, annotations: dict[str, str] | None = None) -> None:
+        """Bind a pending pod (after writing `annotations` on it); raises ClusterError if it is gone or bound."""
 
     def evict(self, pod_key: str, reason: str) -> None:
         """Delete a pod gracefully (it is Releasing until its grace period ends)."""

@@ -8,6 +8,7 @@ simulator's report (seed pitfall 8: a gang failure always has a clear hint).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -65,6 +66,18 @@ def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: Predi
     parts = [f"{counts[r]} {r}" for r in order]
     head = f"{available}/{total} nodes are available"
     return head + (": " + ", ".join(parts) if parts else "")
+
+
+_VOLATILE = re.compile(r"expected start in [0-9dhms]+|\d+ jobs? backfilled meanwhile|; now .*$")
+
+
+def event_key(message: str | None) -> str | None:
+    """What an Unschedulable event says, for telling whether it changed: a reservation's message without the figures
+    that change every session (time to start, backfill count, the present fit), so that its event is not repeated
+    each session for them alone."""
+    if message and message.startswith("reserved "):
+        return _VOLATILE.sub("#", message)
+    return message
 
 
 # ---------------------------------------------------------------- queue figures

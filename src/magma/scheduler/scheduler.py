@@ -18,7 +18,8 @@ from magma.cluster.interface import Cluster
 
 from . import actions as _actions  # noqa: F401  (registers the actions)
 from . import plugins as _plugins  # noqa: F401  (registers the plugins)
-from .framework import ACTIONS, PLUGINS, JobInfo, Session, TaskStatus, build
+from .framework import ACTIONS, PLUGINS, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
+from .framework.cache import SnapshotCache, cache_supported
 from .framework.snapshot import DEFAULT_SCHEDULER_NAMES
 from .reasons import job_reason
 
@@ -41,6 +42,9 @@ class SessionResult:
     queue_status: dict[str, dict] = field(default_factory=dict)
     # queue -> {"deserved": Resources, "allocated": Resources, ...} as the share plugin published it
     queue_shares: dict[str, dict] = field(default_factory=dict)
+    # job key -> {"start": planned start or None, "nodes": [...], ...} (reservation plugin)
+    reservations: dict[str, dict] = field(default_factory=dict)
+    backfilled: list[str] = field(default_factory=list)  # job keys started this session as backfill
 
 
 class Scheduler:
@@ -48,11 +52,24 @@ class Scheduler:
         self.cluster = cluster
         self.config = config
         self.scheduler_names = tuple(scheduler_names)
+        self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
+
+    def snapshot(self) -> Snapshot:
+        """The session's snapshot: the kept one brought up to date when the cluster keeps a change log and the
+        configuration allows it (fastpath.incremental_snapshot), else built from every object."""
+        state = self.cluster.state()
+        if fastpath.incremental_snapshot and cache_supported(self.cluster, self.config):
+            if self.cache is None:
+                self.cache = SnapshotCache(self.scheduler_names)
+            return self.cache.snapshot(self.cluster, state)
+        return build(state, self.scheduler_names)
 
     def open_session(self) -> Session:
-        snap = build(self.cluster.state(), self.scheduler_names)
+        snap = self.snapshot()
         tiers = [list(t.plugins) for t in self.config.tiers]
         ssn = Session(snap, self.config, tiers, self.cluster)
+        if snap.persistent and self.cache is not None:
+            self.cache.opened(ssn)  # its changes to the kept records are put back before the next snapshot
         ssn.uid = uuid.uuid4().hex[:12]
         for tier in tiers:
             for opt in tier:
@@ -77,9 +94,19 @@ class Scheduler:
         return result
 
 
+_PENDING = frozenset({S.PENDING})
+_WAITING = frozenset({S.PENDING, S.PIPELINED})
+_RUNNING = frozenset({S.RUNNING})
+_SCHEDULED = frozenset({S.RUNNING, S.BOUND, S.BINDING, S.FAILED, S.SUCCEEDED})
+_RELEASING = frozenset({S.RELEASING})
+_FINISHED = frozenset({S.SUCCEEDED, S.FAILED})
+_SUCCEEDED = frozenset({S.SUCCEEDED})
+_FAILED = frozenset({S.FAILED})
+
+
 def close_session(ssn: Session, result: SessionResult) -> None:
     for job in ssn.jobs.values():
-        if not job.is_ready() or job.pending_tasks():
+        if not job.is_ready() or job.count(_PENDING):
             reason = job_reason(ssn, job)
             if reason:
                 job.reason = reason
@@ -88,14 +115,17 @@ def close_session(ssn: Session, result: SessionResult) -> None:
         if close:
             close(ssn)
     for job in ssn.jobs.values():
-        if job.reason and job.count({S.PENDING, S.PIPELINED}):
+        if job.reason and job.count(_WAITING):
             result.reasons[job.key] = job.reason
-        status = podgroup_status(ssn, job)
-        result.phases[job.key] = status.phase
-        if job.podgroup is not None and _changed(job.podgroup.status, status) and ssn.cluster is not None:
-            ssn.cluster.update_podgroup_status(job.key, status)
+        fields = _status_fields(ssn, job)
+        result.phases[job.key] = fields[0]
+        # The status object is made only when it is written (most sessions change few PodGroups).
+        if job.podgroup is not None and ssn.cluster is not None and _pg_key(job) != _fields_key(fields):
+            ssn.cluster.update_podgroup_status(job.key, _status(fields))
     result.queue_status = queue_status(ssn)
     result.queue_shares = dict(getattr(ssn, "queue_shares", {}) or {})
+    result.reservations = dict(getattr(ssn, "reservation_report", {}) or {})
+    result.backfilled = list(getattr(ssn, "backfilled_jobs", []) or [])
     if ssn.cluster is not None:
         for name, st in result.queue_status.items():
             ssn.cluster.update_queue_status(name, st)
@@ -108,38 +138,69 @@ def close_session(ssn: Session, result: SessionResult) -> None:
 
 def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatus:
     """PodGroup phase and counts at close (reference §1)."""
+    return _status(_status_fields(ssn, job))
+
+
+def _status_fields(ssn: Session, job: JobInfo) -> tuple[str, list, int, int, int]:
+    """(phase, conditions, running, succeeded, failed) of the PodGroup status at close."""
     conditions = list(job.podgroup.status.conditions) if job.podgroup is not None else []
     if job.conditions is not None:
         conditions = job.conditions
     unschedulable_now = any(
         c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in conditions
     )
-    running = job.count({S.RUNNING})
+    running, scheduled, finished, succeeded, failed = job.memo("close.counts", _close_counts)
     if running and unschedulable_now:
         phase = "Unknown"
+    elif scheduled >= job.min_available and scheduled > 0:
+        phase = "Completed" if finished == len(job.tasks) else "Running"
+    elif job.phase == "Inqueue":
+        phase = "Inqueue"
     else:
-        scheduled = job.count({S.RUNNING, S.BOUND, S.BINDING, S.FAILED, S.SUCCEEDED}) + sum(
-            1 for t in job.tasks.values() if t.status is S.RELEASING and t.node
-        )
-        if scheduled >= job.min_available and scheduled > 0:
-            finished = job.count({S.SUCCEEDED, S.FAILED})
-            phase = "Completed" if finished == len(job.tasks) else "Running"
-        elif job.phase == "Inqueue":
-            phase = "Inqueue"
-        else:
-            phase = "Pending"
-    return PodGroupStatus(
-        phase=phase, conditions=conditions, running=running,
-        succeeded=job.count({S.SUCCEEDED}), failed=job.count({S.FAILED}),
-    )
+        phase = "Pending"
+    return phase, conditions, running, succeeded, failed
+
+
+def _close_counts(job: JobInfo) -> tuple[int, int, int, int, int]:
+    """(running, scheduled (releasing ones on a node included), finished, succeeded, failed)."""
+    scheduled = job.count(_SCHEDULED)
+    if job.count(_RELEASING):
+        scheduled += sum(1 for t in job.tasks.values() if t.status is S.RELEASING and t.node)
+    return (job.count(_RUNNING), scheduled, job.count(_FINISHED), job.count(_SUCCEEDED), job.count(_FAILED))
+
+
+def _pg_key(job: JobInfo) -> tuple:
+    return _key(job.podgroup.status)
+
+
+def _status(fields: tuple[str, list, int, int, int]) -> PodGroupStatus:
+    phase, conditions, running, succeeded, failed = fields
+    return PodGroupStatus(phase=phase, conditions=conditions, running=running, succeeded=succeeded, failed=failed)
+
+
+def _fields_key(fields: tuple[str, list, int, int, int]) -> tuple:
+    phase, conditions, running, succeeded, failed = fields
+    return (phase, running, succeeded, failed, [(c.type, c.status, c.reason, c.message) for c in conditions])
+
+
+def _key(s: PodGroupStatus) -> tuple:
+    return (s.phase, s.running, s.succeeded, s.failed, [(c.type, c.status, c.reason, c.message) for c in s.conditions])
 
 
 def _changed(old: PodGroupStatus, new: PodGroupStatus) -> bool:
-    def key(s: PodGroupStatus):
-        return (s.phase, s.running, s.succeeded, s.failed,
-                [(c.type, c.status, c.reason, c.message) for c in s.conditions])
+    return _key(old) != _key(new)
 
-    return key(old) != key(new)
+
+def condition_current(job: JobInfo, type_: str, reason: str, message: str) -> bool:
+    """Whether the PodGroup's conditions already read as `set_condition` would leave them (the same type, status,
+    reason and message, in the same order): then setting it again changes nothing that is written."""
+    conditions = job.podgroup.status.conditions if job.podgroup is not None else []
+    if not conditions:
+        return False
+    last = conditions[-1]
+    if (last.type, last.status, last.reason, last.message) != (type_, "True", reason, message):
+        return False
+    return all(c.type != type_ for c in conditions[:-1])
 
 
 def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: str) -> None:
@@ -157,7 +218,7 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     PodGroup counts belong to the queue controller (as in Volcano); writing them here too would make the two
     fight over the same fields every session.
     """
-    allocated = {q: ssn.queue_allocated(q) for q in ssn.queues}
+    allocated = ssn.queue_allocations()
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
         total = allocated[name]

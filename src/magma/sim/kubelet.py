@@ -63,6 +63,7 @@ class VirtualKubelet:
         for pod in self.cluster.state().pods.values():
             if pod.spec.node_name and (pod.status.phase in (None, "Pending")) and pod.metadata.deletion_timestamp is None:
                 pod.status.phase = "Running"
+                self.cluster.mark_changed("Pod", pod.key)  # changed in place: the scheduler's snapshot must see it
                 self.start_times[pod.key] = now
                 extra = pod.status.model_extra if pod.status.model_extra is not None else {}
                 extra["startTime"] = now
@@ -73,6 +74,7 @@ class VirtualKubelet:
         for pod in self.cluster.state().pods.values():
             if pod.spec.node_name in node_names and pod.status.phase in (None, "Pending", "Running"):
                 _terminate(pod, "Failed", 137, "NodeLost", now)
+                self.cluster.mark_changed("Pod", pod.key)
 
     def step(self, now: float) -> bool:
         """Advance work to `now`: finish gangs and pods whose time is up, enforce deadlines. True if anything changed."""
@@ -83,9 +85,14 @@ class VirtualKubelet:
             if pod.status.phase != "Running" or pod.metadata.deletion_timestamp is not None:
                 continue
             deadline = pod.spec.active_deadline_seconds
-            started = self.start_times.get(pod.key, now)
+            started = self.start_times.get(pod.key)
+            if started is None:  # running from the start (a scenario's initial state): its clock starts now
+                started = self.start_times[pod.key] = now
+                extra = pod.status.model_extra if pod.status.model_extra is not None else {}
+                extra["startTime"] = now
             if deadline is not None and now - started >= deadline:
                 _terminate(pod, "Failed", 137, "DeadlineExceeded", now)
+                self.cluster.mark_changed("Pod", pod.key)
                 changed = True
                 continue
             key = self._work_key(pod)
@@ -104,6 +111,7 @@ class VirtualKubelet:
             if now - self.work.started[key] >= self.durations[key]:
                 for p in pods:
                     _terminate(p, "Succeeded", 0, "Completed", now)
+                    self.cluster.mark_changed("Pod", p.key)
                 self.work.started.pop(key, None)
                 changed = True
         return changed

@@ -38,13 +38,16 @@ _PAGE = """<!doctype html>
  <div class="card">p99 wait<b>{{ '%.0f' % summary.p99WaitSeconds }} s</b></div>
  <div class="card">preempted pods<b>{{ summary.preemptions }}</b></div>
  <div class="card">jobs never started<b>{{ summary.jobsPending }}</b></div>
+ {% if summary.reservedJobs or summary.backfilledJobs %}<div class="card">reserved / backfilled jobs<b>{{ summary.reservedJobs }} / {{ summary.backfilledJobs }}</b></div>{% endif %}
  <div class="card">session latency p99<b>{{ '%.1f' % summary.sessionLatencyMs.p99 }} ms</b></div>
 </div>
 <h2>GPU allocation by queue</h2>
 <p>Stacked areas are GPUs allocated to each leaf queue; dashed lines are what the share plugin says each queue deserves, dotted lines its guarantee.</p>
 {{ allocation | safe }}
 <h2>Jobs</h2>
-<p>Grey: waiting. Coloured by queue: running. ✕ marks a preemption or reclaim of one of the job's pods.</p>
+<p>Grey: waiting. Coloured by queue: running. ✕ marks a preemption or reclaim of one of the job's pods.
+Hatched orange: waiting with a reservation (│ marks its last planned start).
+◆ marks a job that started as backfill.</p>
 {{ gantt | safe }}
 <h2>Wait times per queue</h2>
 {{ waits | safe }}
@@ -140,6 +143,7 @@ def gantt_figure(sim: Simulation, result: dict, colors: dict[str, str]) -> go.Fi
             fig.add_trace(go.Bar(y=[label], x=[end - merged[-1][1]], base=[merged[-1][1]], orientation="h",
                                  marker_color="#ccc", showlegend=False, name="waiting",
                                  hovertext=f"{label}: waiting again from {merged[-1][1]:.0f}s", hoverinfo="text"))
+        _reservation_marks(fig, j, label, end, shown)
         evictions = [r[1] for r in runs_by_job.get(ident, []) if r[3] in ("preempt", "reclaim") and r[1] is not None]
         if evictions:
             fig.add_trace(go.Scatter(y=[label] * len(evictions), x=evictions, mode="markers",
@@ -149,6 +153,32 @@ def gantt_figure(sim: Simulation, result: dict, colors: dict[str, str]) -> go.Fi
     fig.update_layout(barmode="overlay", height=max(300, 18 * len(jobs) + 120), xaxis_title="virtual time (s)",
                       yaxis=dict(autorange="reversed"))
     return fig
+
+
+def _reservation_marks(fig: go.Figure, j: dict, label: str, end: float, shown: set[str]) -> None:
+    """The reservation plugin's marks: the wait under a reservation (hatched), its planned start, a backfill start."""
+    reserved = j.get("reservedAt")
+    if reserved is not None:
+        until = j["startTime"] if j["startTime"] is not None and j["startTime"] >= reserved else end
+        planned = j.get("plannedStart")
+        text = f"{label}: reserved from {reserved:.0f}s" + (f", planned start {planned:.0f}s" if planned is not None
+                                                             else ", start unknown (nodes draining)")
+        fig.add_trace(go.Bar(y=[label], x=[max(until - reserved, end / 1000)], base=[reserved], orientation="h",
+                             marker=dict(color="rgba(242,165,65,0.35)", pattern=dict(shape="/", fgcolor="#d9822b")),
+                             name="waiting with a reservation", showlegend="reserved" not in shown,
+                             hovertext=text, hoverinfo="text"))
+        shown.add("reserved")
+        if planned is not None:
+            fig.add_trace(go.Scatter(y=[label], x=[planned], mode="markers", name="planned start",
+                                     marker=dict(symbol="line-ns-open", size=14, color="#d9822b", line=dict(width=2)),
+                                     showlegend="planned" not in shown, hovertext=text, hoverinfo="text"))
+            shown.add("planned")
+    if j.get("backfilled") and j["startTime"] is not None:
+        fig.add_trace(go.Scatter(y=[label], x=[j["startTime"]], mode="markers", name="started as backfill",
+                                 marker=dict(symbol="diamond", size=8, color="#2a7"),
+                                 showlegend="backfilled" not in shown,
+                                 hovertext=f"{label}: started as backfill at {j['startTime']:.0f}s", hoverinfo="text"))
+        shown.add("backfilled")
 
 
 def waits_figure(result: dict, colors: dict[str, str]) -> go.Figure:

@@ -84,6 +84,11 @@ def build_result(sim: Simulation) -> dict:
             "preemptions": evicted_by_job.get(ident, 0),
             "restarts": restarts,
             "reason": (last.reasons.get(pg_key.get(ident, key)) if last else None),
+            # reservation plugin: when the job first held a reservation, its planned start at the last session
+            # that reserved for it (null: none, or unknown while nodes drain), whether it started as backfill
+            "reservedAt": reserved[0][0] if (reserved := trace.reservations.get(ident)) else None,
+            "plannedStart": reserved[-1][1] if reserved else None,
+            "backfilled": ident in trace.backfilled,
             "pods": [pod_json(p) for p in sorted(pods_of.get(ident, []), key=lambda p: p.name)],
         }
         jobs.append(job)
@@ -119,6 +124,8 @@ def build_result(sim: Simulation) -> dict:
         "sessions": len(trace.sessions),
         "sessionLatencyMs": latency_stats(trace.sessions),
         "jobsPending": sum(1 for j in jobs if j["startTime"] is None),
+        "reservedJobs": sum(1 for j in jobs if j["reservedAt"] is not None),
+        "backfilledJobs": sum(1 for j in jobs if j["backfilled"]),
         "stopReason": trace.stop_reason,
     }
     events = [e.to_json() for e in sim.cluster.events]

@@ -60,6 +60,10 @@ class Trace:
     job_of_pod: dict[str, str] = field(default_factory=dict)  # pod key -> "Kind ns/name"
     job_start: dict[str, float] = field(default_factory=dict)  # "Kind ns/name" -> first gang-complete time
     job_end: dict[str, float] = field(default_factory=dict)  # "Kind ns/name" -> when it reached a final phase
+    # reservation plugin: "Kind ns/name" -> [(session time, planned start or None)] for every session that reserved
+    # for the job; and the jobs that started as backfill (out of order while a reservation held against them)
+    reservations: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
+    backfilled: set[str] = field(default_factory=set)
     stop_reason: str = ""
     end_time: float = 0.0
 
@@ -77,6 +81,7 @@ class Simulation:
         for pod in self.cluster.state().pods.values():
             if pod.spec.node_name and pod.status.phase in (None, "Pending"):
                 pod.status.phase = "Running"
+                self.cluster.mark_changed("Pod", pod.key)
         self.kubelet = VirtualKubelet(self.cluster, scenario.durations)
         self.controller = Controller(self.cluster)
         self.scheduler = Scheduler(self.cluster, scenario.config)
@@ -208,6 +213,11 @@ class Simulation:
                 runs[-1][1] = t
                 runs[-1][3] = self.trace.evicted_pods.get(uid, "deleted")
         self._track_jobs(t, state)
+        if result.reservations or result.backfilled:
+            ident = _ident_of_podgroup(state)
+            for key, plan in result.reservations.items():
+                self.trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
+            self.trace.backfilled.update(ident(key) for key in result.backfilled)
         total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
         deserved = {q: v.get("deserved", {}).get(GPU, 0) / 1000 for q, v in result.queue_shares.items()}
         self.trace.samples.append(Sample(t, by_queue, total, deserved))
@@ -221,6 +231,17 @@ def _track(trace: Trace, key: str, t: float, running: int, min_available: int, p
         trace.job_start[key] = t
     if key not in trace.job_end and phase in FINAL_PHASES:
         trace.job_end[key] = t
+
+
+def _ident_of_podgroup(state) -> Callable[[str], str]:
+    """PodGroup key -> the job's identity in the trace ("Job ns/name" for a Volcano Job's PodGroup)."""
+
+    def ident(key: str) -> str:
+        pg = state.podgroups.get(key)
+        owner = next((o for o in pg.metadata.owner_references if o.kind == "Job"), None) if pg else None
+        return f"Job {pg.namespace}/{owner.name}" if owner else f"PodGroup {key}"
+
+    return ident
 
 
 def _queue_of(pod, state) -> str:

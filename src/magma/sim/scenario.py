@@ -54,7 +54,7 @@ class Scenario:
     deletions: list[tuple[float, str, str]] = field(default_factory=list)  # (time, kind, key)
     durations: dict[tuple[str, str], float] = field(default_factory=dict)  # (kind, key) -> seconds of work
     config: SchedulerConfig = field(default_factory=default_config)
-    config_source: str = "Volcano's default config"
+    config_source: str = "magma's default config (Volcano's default plus the reservation plugin)"
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
@@ -85,7 +85,8 @@ def load_scenario(paths: Iterable[str | Path], config_path: str | Path | None = 
     problems += admission.admit(world)
     scenario = Scenario(skipped=[s.format() for s in loaded.skipped])
 
-    # Scheduler config: --config wins over a ConfigMap in the manifests; otherwise Volcano's default.
+    # Scheduler config: --config wins over a ConfigMap in the manifests; otherwise magma's default (Volcano's default
+    # plus the reservation plugin).
     if config_path is not None:
         try:
             text = Path(config_path).read_text(encoding="utf-8")

@@ -380,3 +380,20 @@ def test_preemption_still_frees_whole_gpus_when_gpus_are_shared():
     result = sch.run_once()
     assert result.evictions == [("default/low-0", "preempt")]
     assert "pipelined onto 1 node(s)" in result.reasons["default/high"]
+
+
+def test_bound_pods_carry_their_gpu_ids_and_the_next_session_reuses_them():
+    # Shares bound in one session must be accounted on the same GPUs in the next one, whatever the creation
+    # order says (a re-derivation in creation order could over-commit a GPU).
+    objs = [node("a", gpu=2)]
+    objs += [pod("r0", gpu="100m", on="a", creation=0)]
+    objs += [pod(f"p{i}", gpu=g, creation=10 + i) for i, g in enumerate(["200m", "200m", "300m", "300m", "300m", "500m"])]
+    sch = scheduler(objs)
+    result = sch.run_once()
+    assert len(result.binds) == 6
+    pods = sch.cluster.state().pods
+    ids = {k: p.metadata.annotations.get("magma.io/gpu-ids") for k, p in pods.items() if k != "default/r0"}
+    assert all(v in ("0", "1") for v in ids.values()), ids
+    dev = devices(sch.open_session())
+    assert (dev.free >= 0).all()
+    assert dev.free[0].sum() == 2000 - 100 - 1800

@@ -39,6 +39,10 @@ Deliberate differences from Volcano (docs/volcano-differences.md):
   each judged on their own, and a role's later tasks are not skipped because an earlier, different one failed.
 - A NominatedNodeName from an earlier session is not tried first (magma keeps pipelined places within a
   session only).
+- Reservations (magma's `reservation` plugin, docs/reservation-backfill.md): when a job's gang cannot be placed
+  (no room, or its queue's share is held by running work), the plugin reserves resources for it; every later
+  job's candidate nodes then leave out those a reservation holds against it (`ReservationPlan.blocked`), so it is
+  placed only as a backfill that does not delay the reserved start.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
-from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action
+from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
 from ..framework.session import PredicateResult
 from .. import reasons
 
@@ -192,6 +196,7 @@ class PredicateCache:
         self.enabled = enabled
         self.rows = np.arange(len(ssn.node_list), dtype=np.int64)
         self._cache: dict[tuple, PredicateResult] = {}
+        self.generation = 0  # bumped by invalidate: results of an older generation are out of date
 
     def get(self, task: TaskInfo, fresh: bool = False) -> PredicateResult:
         if fresh or not self.enabled or placement_sensitive(task):
@@ -203,6 +208,7 @@ class PredicateCache:
 
     def invalidate(self) -> None:
         self._cache.clear()
+        self.generation += 1
 
 
 class Candidates:
@@ -224,6 +230,9 @@ class Candidates:
         self.pred = a.predicates.get(self.task, fresh=a.sensitive)
         vec = self.task.vec
         self.fit_future = self.pred.mask & table.fits(vec, table.future_idle())
+        held = a.reserved(self.task)  # nodes a reservation keeps from this task (reservation plugin)
+        if held is not None:
+            self.fit_future &= ~held
         self.fit_idle = self.fit_future & table.fits(vec, table.idle)
         self.score = np.zeros(len(self.fit_future), dtype=np.float64)
         self.scored = np.zeros(len(self.fit_future), dtype=bool)
@@ -241,6 +250,10 @@ class Candidates:
             vec = self.task.vec
             fut = table.idle[rows] + table.releasing[rows] - table.pipelined[rows]
             self.fit_future[rows] = self.pred.mask[rows] & (fut >= vec).all(axis=1)
+            held = a.reserved(self.task)  # all rows: a queue's reserved share counts on every node
+            if held is not None:
+                self.fit_future &= ~held
+                self.fit_idle &= self.fit_future
             self.fit_idle[rows] = self.fit_future[rows] & (table.idle[rows] >= vec).all(axis=1)
             self.scored[rows] = False
         self.version = a.version
@@ -267,8 +280,189 @@ class Candidates:
     def summary(self, task: TaskInfo) -> str:
         if self.failed_summary is None:
             table = self.alloc.ssn.table
+            plan = self.alloc.plan
+            pred = plan.explain(self.pred, task) if plan is not None else self.pred
             self.failed_summary = reasons.node_fit_summary(
-                self.alloc.ssn, task, self.alloc.predicates.rows, self.pred, table.future_idle())
+                self.alloc.ssn, task, self.alloc.predicates.rows, pred, table.future_idle())
+        return self.failed_summary
+
+
+class SharedGroup:
+    """The fast path of `Candidates` (fastpath.shared_groups): one group of identical tasks for the whole action.
+
+    Tasks are identical when their shape, request and score inputs (`Session.node_scores_key`) are equal; the
+    scores of such a task on a node are then a function of that node's state alone. The group keeps the
+    feasibility masks over all rows, each feasible row's score, and two heaps of (-score, row) - rows that fit
+    Idle, rows that fit only FutureIdle - so that the best node is the top of a heap instead of an argmax over
+    all rows. Every placement, undo or commit in the action appends its row to the allocator's change log; on
+    use the group re-checks and re-scores only the rows logged since it last looked, and pushes them again with
+    a new stamp (entries with an old stamp are dropped when they reach the top). The best entry is the highest
+    score and, among equal scores, the lowest row: the node `Candidates.best` picks."""
+
+    def __init__(self, alloc: "Allocator", task: TaskInfo):
+        self.alloc = alloc
+        ssn = alloc.ssn
+        table = ssn.table
+        self.generation = alloc.predicates.generation
+        self.pred = alloc.predicates.get(task)
+        self.vec = task.vec
+        self.version = len(alloc.log)
+        self.fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
+        self.fit_idle = self.fit_future & table.fits(self.vec, table.idle)
+        self.score = np.zeros(len(self.fit_future), dtype=np.float64)
+        self.stamp = [0] * len(self.fit_future)
+        self.heaps: tuple[list, list] = ([], [])  # rows fitting FutureIdle only, rows fitting Idle
+        self.memo: dict[bytes, float] = {}  # node state (Session.node_state) -> score: nodes in equal state
+        self._summary: tuple[int, str] | None = None
+        self._push(task, np.flatnonzero(self.fit_future))
+        for h in self.heaps:
+            heapq.heapify(h)
+
+    def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Scores of `rows`, computed once per distinct node state: a node that fills up to the state of
+        another node (equal free capacity, equal requests) scores what that node scored."""
+        ssn = self.alloc.ssn
+        states = ssn.node_state(rows)
+        keys = [st.tobytes() for st in states]
+        memo = self.memo
+        miss = [i for i, k in enumerate(keys) if k not in memo]
+        if miss:
+            # one row per distinct missing state
+            first: dict[bytes, int] = {}
+            for i in miss:
+                first.setdefault(keys[i], i)
+            idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+            for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
+                memo[k] = sc
+        return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+
+    def _push(self, task: TaskInfo, rows: np.ndarray, heap_push: bool = False) -> None:
+        if not len(rows):
+            return
+        scores = self._scores(task, rows)
+        self.score[rows] = scores
+        idle = self.fit_idle[rows]
+        stamp = self.stamp
+        heaps = self.heaps
+        for row, sc, i in zip(rows.tolist(), (-scores).tolist(), idle.tolist()):
+            entry = (sc, row, stamp[row])
+            if heap_push:
+                heapq.heappush(heaps[i], entry)
+            else:
+                heaps[i].append(entry)
+
+    def refresh(self, task: TaskInfo) -> None:
+        log = self.alloc.log
+        if self.version == len(log):
+            return
+        rows = np.unique(np.asarray(log[self.version:], dtype=np.int64))
+        self.version = len(log)
+        table = self.alloc.ssn.table
+        vec = self.vec
+        fut = table.idle[rows] + table.releasing[rows] - table.pipelined[rows]
+        self.fit_future[rows] = self.pred.mask[rows] & (fut >= vec).all(axis=1)
+        self.fit_idle[rows] = self.fit_future[rows] & (table.idle[rows] >= vec).all(axis=1)
+        stamp = self.stamp
+        for r in rows.tolist():
+            stamp[r] += 1
+        self._push(task, rows[self.fit_future[rows]], heap_push=True)
+        for h in self.heaps:
+            if len(h) > 64 and len(h) > 4 * len(self.score):
+                h[:] = [e for e in h if e[2] == stamp[e[1]]]
+                heapq.heapify(h)
+
+    def best(self, task: TaskInfo) -> tuple[int, bool] | None:
+        self.refresh(task)
+        stamp = self.stamp
+        for fits_idle in (True, False):
+            h = self.heaps[fits_idle]
+            while h:
+                _, row, st = h[0]
+                if st == stamp[row]:
+                    return row, fits_idle
+                heapq.heappop(h)
+        return None
+
+    def summary(self, task: TaskInfo) -> str:
+        """`Candidates.summary`, kept while no row changed anywhere."""
+        n = len(self.alloc.log)
+        if self._summary is None or self._summary[0] != n:
+            table = self.alloc.ssn.table
+            self._summary = (n, reasons.node_fit_summary(
+                self.alloc.ssn, task, self.alloc.predicates.rows, self.pred, table.future_idle()))
+        return self._summary[1]
+
+
+class _Turn:
+    """A shared group as one job's turn sees it: a failure stops the group for the rest of the turn only."""
+
+    __slots__ = ("group", "failed_summary")
+
+    def __init__(self, group: SharedGroup):
+        self.group = group
+        self.failed_summary: str | None = None
+
+    def best(self, task: TaskInfo) -> tuple[int, bool] | None:
+        return self.group.best(task)
+
+    def summary(self, task: TaskInfo) -> str:
+        if self.failed_summary is None:
+            self.failed_summary = self.group.summary(task)
+        return self.failed_summary
+
+
+class _HeldTurn(_Turn):
+    """A shared group as a job some reservation holds against sees it (reservation plugin): the best row the
+    reservations leave it. Held rows found at the top of a heap are set aside and pushed back after the search."""
+
+    __slots__ = ("alloc",)
+
+    def __init__(self, group: SharedGroup, alloc: "Allocator"):
+        super().__init__(group)
+        self.alloc = alloc
+
+    def best(self, task: TaskInfo) -> tuple[int, bool] | None:
+        group = self.group
+        group.refresh(task)
+        held = self.alloc.reserved(task)
+        if held is None:
+            return group.best(task)
+        if held.all():
+            return None
+        stamp = group.stamp
+        for fits_idle in (True, False):
+            h = group.heaps[fits_idle]
+            aside = []
+            found = None
+            while h:
+                _, row, st = h[0]
+                if st != stamp[row]:
+                    heapq.heappop(h)
+                elif held[row]:
+                    aside.append(heapq.heappop(h))
+                else:
+                    found = (row, fits_idle)
+                    break
+            for e in aside:
+                heapq.heappush(h, e)
+            if found is not None:
+                return found
+        return None
+
+    def summary(self, task: TaskInfo) -> str:
+        """The node-fit summary with held rows named; kept for tasks held alike while no row changed."""
+        if self.failed_summary is None:
+            ssn, plan = self.alloc.ssn, self.alloc.plan
+            held = self.alloc.reserved(task)
+            key = (len(self.alloc.log), None if held is None else held.tobytes())
+            cache = self.group.__dict__.setdefault("held_summaries", {})
+            if key not in cache:
+                if len(cache) > 64:
+                    cache.clear()
+                pred = plan.explain(self.group.pred, task)
+                cache[key] = reasons.node_fit_summary(ssn, task, self.alloc.predicates.rows, pred,
+                                                      ssn.table.future_idle())
+            self.failed_summary = cache[key]
         return self.failed_summary
 
 
@@ -307,6 +501,37 @@ class Allocator:
         self.changed: list[int] = []
         self.version = 0
         self.sensitive = False
+        self.plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
+        # Shared groups (fastpath.shared_groups): every row whose resources changed in this action, in order.
+        self.log: list[int] = []
+        self.shared: dict[tuple, SharedGroup] = {}
+        self.share = (fastpath.shared_groups and not self.sampling.enabled
+                      and self.predicates.enabled)
+
+    def candidates(self, task: TaskInfo) -> "Candidates | _Turn":
+        """The node candidates of `task`'s group for this job's turn: the action-wide shared group when the
+        fast path applies to it, else the turn's own `Candidates`."""
+        if self.share and not self.sensitive:
+            score_key = self.ssn.node_scores_key(task)
+            if score_key is not None:
+                # Pods differing only in labels (a job name, say) pass the same nodes when no placed pod's
+                # anti-affinity looks at labels: the predicate key then stands for the shape.
+                key = (self.ssn.predicate_key(task) or task.shape, task.resreq, len(task.vec), score_key)
+                group = self.shared.get(key)
+                if group is None or group.generation != self.predicates.generation:
+                    group = self.shared[key] = SharedGroup(self, task)
+                # A job some reservation holds against skips the rows held from it (reservation plugin).
+                return _Turn(group) if self.reserved(task) is None else _HeldTurn(group, self)
+        return Candidates(self, task)
+
+    def _logged(self, stmt: Statement) -> None:
+        """Log the rows of a statement's placements (before a commit or discard changes them)."""
+        for op in stmt.ops:
+            if op.node is not None:
+                self.log.append(op.node.index)
+
+    def reserved(self, task: TaskInfo, rows: np.ndarray | None = None) -> np.ndarray | None:
+        return None if self.plan is None else self.plan.blocked(task, rows)
 
     # ------------------------------------------------------------ setup
     def run(self) -> None:
@@ -341,8 +566,14 @@ class Allocator:
         while queues:
             queue = queues.pop()
             if ssn.overused(queue):
+                held = jobs_by_queue[queue.name].items()
+                if self.plan is not None and held:
+                    # Its first job still gets its reservation: the queue's own work ends, the gang's start nears.
+                    first = jobs_by_queue[queue.name].pop()
+                    self.plan.job_unplaced(first)
+                    held = [first, *jobs_by_queue[queue.name].items()]
                 # Dropped for the rest of the action: say so on every job it still holds.
-                for job in jobs_by_queue[queue.name].items():
+                for job in held:
                     if not job.reason:
                         job.reason = reasons.queue_overused_reason(ssn, queue)
                 continue
@@ -352,6 +583,7 @@ class Allocator:
             job = jobs.pop()
             stmt = self.allocate_job(job, queue, self.tasks[job.uid])
             if stmt is not None and ssn.job_ready(job):
+                self._logged(stmt)  # a refused bind puts its task back to Pending
                 stmt.commit()
                 if self.tasks[job.uid]:
                     jobs.push(job)
@@ -374,7 +606,7 @@ class Allocator:
             key = group_key(task)
             cands = groups.get(key)
             if cands is None:
-                cands = groups[key] = Candidates(self, task)
+                cands = groups[key] = self.candidates(task)
             choice = None if cands.failed_summary is not None else cands.best(task)
             if choice is None:
                 job.fit_errors[task.uid] = cands.summary(task)
@@ -392,13 +624,17 @@ class Allocator:
                 self.predicates.invalidate()
             self.changed.append(row)
             self.version += 1
+            self.log.append(row)
             if ssn.job_ready(job):
                 break
         if ssn.job_ready(job) or ssn.job_pipelined(job):
             if blocked is not None and not ssn.job_ready(job):
                 reasons.record_queue_bound(ssn, queue, job, blocked)
             return stmt
+        self._logged(stmt)
         stmt.discard()
+        if self.plan is not None:
+            self.plan.job_unplaced(job)  # reserve for it, so that later jobs cannot keep it waiting
         if blocked is not None:
             reasons.record_queue_bound(ssn, queue, job, blocked)
         return None

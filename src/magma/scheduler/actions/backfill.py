@@ -7,7 +7,9 @@ still has a pod slot; there is no gang check before the placement. As in Volcano
 a job's allocated tasks once the job is ready, magma keeps one statement per job and commits it (binding its
 tasks) as soon as JobReady holds; tasks of a job that never becomes ready stay Allocated in the session only.
 
-Not here: magma's reservation-based backfill of big gangs (a separate piece of work).
+magma's reservation-based backfill of big gangs is not here: the `reservation` plugin makes allocate itself
+place later jobs only where they do not delay a reserved gang (docs/reservation-backfill.md). This action stays
+Volcano's, for BestEffort pods, which take no reserved resources (only a pod slot).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .. import reasons
 from .allocate import OrderedHeap, PredicateCache, flag, sorted_by_uid
 
 S = TaskStatus
+_WAITING = frozenset({S.PENDING, S.PIPELINED})
 
 
 def _pick_tasks(ssn: Session) -> list[TaskInfo]:
@@ -33,6 +36,8 @@ def _pick_tasks(ssn: Session) -> list[TaskInfo]:
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
+        if not job.count(_WAITING):
+            continue  # nothing pending or pipelined (counted once per change of the job's tasks)
         mine = [t for t in job.tasks.values() if t.best_effort and t.status is S.PENDING]
         for t in [t for t in job.tasks.values() if t.best_effort and t.status is S.PIPELINED]:
             ssn.unallocate(t)  # Volcano un-pipelines them and tries again

@@ -17,6 +17,13 @@ preempt.preemption_candidate) is handled in one of two ways:
   pipelines its gang, that action admits it (Inqueue, JobEnqueued);
 - it has no pods yet (a Volcano Job's controller creates pods only after the PodGroup left Pending): it is
   admitted here, so that its pods get created and preemption can act on them in the next session.
+
+magma addition (the `reservation` plugin, docs/reservation-backfill.md): the load gates (overcommit's idle
+resources, proportion's and capacity's allocated + inqueue) must not keep a big gang Pending forever while small
+jobs are admitted around it. When only those rejected a job (every other plugin agrees), it is admitted anyway if it
+is first in line of its queue and the queue's real capability can hold it (then allocate reserves for it), or if it
+fits in the idle resources not yet promised to admitted jobs and in its queue's real capability next to its
+allocation (then allocate may backfill it); see ReservationPlan.admit_anyway.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     from .preempt import RunningWork, preemption_candidate  # preempt imports allocate, as this module does
 
     work: RunningWork | None = None
+    plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
 
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     seen: set[str] = set()
@@ -67,4 +75,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
                 admit(ssn, job)
                 job.reason = (f"{job.reason}; admitted anyway: its priority {job.priority} can preempt "
                               f"running work, pods not created yet")
+            elif plan is not None and (note := plan.admit_anyway(job)):
+                admit(ssn, job)
+                job.reason = f"{job.reason}; {note}"
         queues.push(queue)

@@ -97,7 +97,11 @@ def settled(job: JobInfo) -> bool:
 
 
 def queue_chain(ssn: Session, name: str) -> list[str]:
-    return [name, *reasons.ancestors(ssn, name)]
+    chains = ssn.__dict__.setdefault("_queue_chains", {})  # the queue tree does not change within a session
+    got = chains.get(name)
+    if got is None:
+        got = chains[name] = (name, *reasons.ancestors(ssn, name))
+    return list(got)
 
 
 def _figure(figs: dict, name: str, key: str) -> Resources | None:
@@ -517,13 +521,13 @@ class Evictor:
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
                 part = pods[:surplus]
-                units.append(Unit(job, part, False, vsum(ssn, part), sum((t.resreq for t in part), Resources())))
+                units.append(Unit(job, part, False, vsum(ssn, part), Resources.sum(t.resreq for t in part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
             whole = [t for t in job.tasks.values() if t.status in WHOLE_STATUSES]
             if whole and all(t.uid in voted and evictable(t) and t.node in ssn.nodes for t in whole):
                 here = [t for t in whole if ssn.nodes[t.node].index == row]
                 units.append(Unit(job, ssn.sorted_tasks(whole)[::-1], True, vsum(ssn, here),
-                                  sum((t.resreq for t in whole if t.status in ALLOCATED), Resources())))
+                                  Resources.sum(t.resreq for t in whole if t.status in ALLOCATED)))
         return units
 
     def _choose(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, units: list[Unit], need: np.ndarray,
@@ -587,7 +591,7 @@ class Evictor:
                 total = total - pods[-1].vec
                 frees = frees - pods[-1].vec
                 pods.pop()
-            out.append(Unit(u.job, pods, False, frees, sum((t.resreq for t in pods), Resources())))
+            out.append(Unit(u.job, pods, False, frees, Resources.sum(t.resreq for t in pods)))
         return out
 
     def _greedy(self, pool: list[Unit], need: np.ndarray) -> list[Unit] | None:
@@ -610,7 +614,7 @@ class Evictor:
         ssn = self.ssn
         if scope == "queue":
             if shortfall:
-                freed = sum((u.evicted for u in chosen if u.job.queue == pjob.queue), Resources())
+                freed = Resources.sum(u.evicted for u in chosen if u.job.queue == pjob.queue)
                 if not shortfall.less_equal(freed, "zero"):
                     return False
             return True
@@ -683,7 +687,7 @@ class Evictor:
         if not chosen or not (total >= need).all():
             return None
         job = ssn.jobs[task.job]
-        unit = Unit(job, chosen, False, total, sum((t.resreq for t in chosen), Resources()))
+        unit = Unit(job, chosen, False, total, Resources.sum(t.resreq for t in chosen))
         return Plan(row, [unit], (job.priority, 0.0, float(len(chosen)), 0))
 
     # ------------------------------------------------------------ applying a plan

@@ -24,8 +24,8 @@ Nodes (read from allocatable resources, labels and annotations):
   fabric), so magma reads its own key; a node without it is one domain. A multi-GPU pod goes inside one domain
   when one has room (the tightest such domain, to keep large domains whole), else across as few domains as it can.
 
-The table is built at session open from the pods on each node (in creation order; which GPU a running pod holds
-is the device plugin's business, magma re-derives it) and kept current by an event handler on allocate and
+The table is built at session open from the pods on each node: a pod magma bound carries the GPUs it was given in
+the annotation `magma.io/gpu-ids`; others (bound by someone else) are re-derived in creation order and kept current by an event handler on allocate and
 deallocate; users (the magma plugin) listen for changed rows. When the session has any shared GPU (a fraction or a
 vGPU), `enable_capacity_columns` adds one NodeTable column per kind of pending device request ("GPU with 470m
 free", "fully free GPU", ...) whose idle value is the number of GPUs that can take one more such request, so the
@@ -46,6 +46,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+
+# Written on a pod when magma binds it: the indices of the GPUs it was given ("0,1"), so that every later
+# session (and a restarted scheduler) accounts the same GPUs, as Volcano's device sharing records its choice.
+GPU_IDS_ANNOTATION = "magma.io/gpu-ids"
 
 if TYPE_CHECKING:
     from .info import TaskInfo
@@ -387,10 +391,31 @@ class DeviceTable:
         self.columns: dict[tuple, int] = {}
         self._column_req: dict[tuple, GpuRequest] = {}
         self.version = 0
-        # Pods already on nodes, oldest first.
-        placed = sorted((t for nd in nodes for t in nd.tasks.values()), key=lambda t: (t.creation, t.uid))
+        # Pods already on nodes: those whose GPUs were recorded at bind first, then the rest oldest first.
+        placed = sorted((t for nd in nodes for t in nd.tasks.values()),
+                        key=lambda t: (self._recorded(t) is None, t.creation, t.uid))
         for t in placed:
             self._place(t, notify=False)
+
+    def _recorded(self, task: "TaskInfo") -> tuple[int, ...] | None:
+        """The GPU indices written on the pod when magma bound it (GPU_IDS_ANNOTATION), if valid."""
+        pod = task.pod
+        raw = pod.metadata.annotations.get(GPU_IDS_ANNOTATION) if pod is not None else None
+        if not raw:
+            return None
+        try:
+            ids = tuple(int(x) for x in raw.split(","))
+        except ValueError:
+            return None
+        row = self.ssn.table.row.get(task.node or "")
+        if row is None or any(i < 0 or i >= self.ngpu[row] for i in ids) or len(set(ids)) != len(ids):
+            return None
+        return ids
+
+    def bind_annotations(self, task: "TaskInfo") -> dict[str, str]:
+        """What to write on a pod as it is bound: the GPUs it was given, so the next session knows them."""
+        a = self.assignments.get(task.uid)
+        return {GPU_IDS_ANNOTATION: ",".join(map(str, a.gpus))} if a is not None else {}
 
     # ------------------------------------------------------------ session attachment
     @classmethod
@@ -404,6 +429,7 @@ class DeviceTable:
             ssn.__dict__[cls.KEY] = table
             table._per_device_columns()
             ssn.add_event_handler(EventHandler(allocate=table._on_allocate, deallocate=table._on_deallocate))
+            ssn.bind_annotators.append(table.bind_annotations)
         return table
 
     def request(self, task: "TaskInfo") -> GpuRequest | None:
@@ -515,7 +541,8 @@ class DeviceTable:
         self.rows[task.uid] = row
         req = self.request(task)
         if req is not None and self.ngpu[row] > 0:
-            gpus = self.choose(row, req, task)
+            recorded = None if notify else self._recorded(task)
+            gpus = list(recorded) if recorded is not None and len(recorded) == req.count else self.choose(row, req, task)
             if not gpus:  # over-committed (an eviction undone, a pod bound elsewhere): take the roomiest GPUs
                 gpus = np.argsort(-self.free[row, :self.ngpu[row]], kind="stable")[:req.count].tolist()
             share, mem = self.need(req, np.array([row]))

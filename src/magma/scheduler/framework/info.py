@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from magma.api.resources import Resources
 
@@ -33,6 +33,10 @@ class TaskStatus(enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    # Members are singletons: identity hashing (in C) instead of Enum's hash of the name (in Python). Status
+    # sets are tested millions of times in a big session.
+    __hash__ = object.__hash__
 
 
 S = TaskStatus
@@ -65,13 +69,36 @@ class TaskInfo:
     vec: "np.ndarray | None" = field(default=None, repr=False)  # request as a NodeTable row
     shape: tuple = ()  # what predicates look at; identical shapes are interchangeable
 
+    # Not fields: the job whose cached counts this task's status feeds (set by JobInfo), and best_effort's cache.
+    _owner = None
+    _be_cache: "tuple[Resources, bool] | None" = None
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
     @property
     def best_effort(self) -> bool:
-        return self.resreq.is_empty()
+        r = self.resreq
+        c = self._be_cache
+        if c is None or c[0] is not r:
+            c = self._be_cache = (r, r.is_empty())
+        return c[1]
+
+
+def _get_status(self: TaskInfo) -> TaskStatus:
+    return self._status
+
+
+def _set_status(self: TaskInfo, value: TaskStatus) -> None:
+    self._status = value
+    owner = self._owner
+    if owner is not None:
+        owner._stats = None  # the job's counts and sums are recomputed on next use
+
+
+# A property over the dataclass field: every status change invalidates the owning job's cached counts.
+TaskInfo.status = property(_get_status, _set_status)  # type: ignore[assignment]
 
 
 @dataclass(eq=False)
@@ -97,26 +124,64 @@ class JobInfo:
     enqueued_this_session: bool = False
     conditions: list | None = None  # PodGroup conditions set this session (written at close)
 
+    # Not a field: counts of tasks per status and sums of requests, kept until a task's status changes (the task's
+    # status setter clears it) or the task dict changes size. See `_job_stats`.
+    _stats = None
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def stats(self) -> "_JobStats":
+        st = self._stats
+        if st is None or st.n != len(self.tasks):
+            st = self._stats = _JobStats(self)
+        return st
+
+    def memo(self, key: Hashable, compute: "Callable[[JobInfo], Any]") -> Any:
+        """A figure derived from the job's tasks' statuses (and its fixed fields), computed once until a task
+        changes status. `key` must name everything else the figure depends on (the job's phase, say); the value
+        must not be changed by callers."""
+        memo = self.stats().memo
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = compute(self)
+            return value
 
     def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
         want = set(statuses)
         return [t for t in self.tasks.values() if t.status in want]
 
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
+        st = self.stats()
+        if isinstance(statuses, frozenset):
+            n = st.sums.get(statuses)
+            if n is None:
+                counts = st.counts
+                n = st.sums[statuses] = sum(counts.get(s, 0) for s in statuses)
+            return n
+        counts = st.counts
+        return sum(counts.get(s, 0) for s in statuses)
 
     def pending_tasks(self) -> list[TaskInfo]:
+        if not self.stats().counts.get(S.PENDING):
+            return []
         return [t for t in self.tasks.values() if t.status is S.PENDING]
 
+    def pending_best_effort(self) -> int:
+        """Pending tasks that request nothing."""
+        return self.stats().pending_best_effort
+
     def allocated(self) -> Resources:
-        total = Resources()
-        for t in self.tasks.values():
-            if t.status in ALLOCATED:
-                total = total + t.resreq
-        return total
+        st = self.stats()
+        if st.allocated is None:
+            total = Resources()
+            for t in self.tasks.values():
+                if t.status in ALLOCATED:
+                    total = total + t.resreq
+            st.allocated = total
+        return st.allocated
 
     def request(self) -> Resources:
         """Allocated plus pending: what the job would hold when fully placed."""
@@ -138,6 +203,29 @@ class JobInfo:
 
     def is_ready(self) -> bool:
         return self.ready_count() >= self.min_available
+
+
+class _JobStats:
+    """A job's tasks counted per status (one pass), with lazily summed figures. Valid until a task of the job
+    changes status: the pass makes the job every task's owner, and the status setter drops the job's stats."""
+
+    __slots__ = ("n", "counts", "sums", "pending_best_effort", "allocated", "memo")
+
+    def __init__(self, job: JobInfo):
+        counts: dict[TaskStatus, int] = {}
+        be = 0
+        for t in job.tasks.values():
+            t._owner = job
+            st = t._status
+            counts[st] = counts.get(st, 0) + 1
+            if st is S.PENDING and t.best_effort:
+                be += 1
+        self.n = len(job.tasks)
+        self.counts = counts
+        self.sums: dict[frozenset, int] = {}  # count() per set of statuses asked
+        self.pending_best_effort = be
+        self.allocated: Resources | None = None
+        self.memo: dict = {}
 
 
 @dataclass(eq=False)
@@ -173,3 +261,4 @@ class NodeInfo:
     unschedulable: bool
     allocatable: Resources
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)  # the Node's (e.g. GPU topology for devices.py)

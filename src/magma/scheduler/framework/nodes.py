@@ -45,16 +45,34 @@ class NodeTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def copy(self) -> "NodeTable":
+        """A table with the same nodes and columns and its own arrays (a session's copy of a kept table)."""
+        t = object.__new__(NodeTable)
+        t.__dict__.update(self.__dict__)
+        t.dims = list(self.dims)
+        t.col = dict(self.col)
+        for attr, value in self.__dict__.items():
+            if isinstance(value, np.ndarray):
+                setattr(t, attr, value.copy())
+        t.__dict__.pop("_vecs", None)  # its columns may grow apart from ours
+        return t
+
     def vec(self, res: Resources, pods: int = 1) -> np.ndarray:
         """A request as a row; every task also takes one pod slot. Unknown names widen the table."""
         for name in res:
             if name not in self.col:
                 self._add_dim(name)
-        v = np.zeros(len(self.dims), dtype=np.int64)
-        for name, amount in res.items():
-            v[self.col[name]] = amount
-        v[self.col[PODS]] += pods * scale(PODS)
-        return v
+        cache = self.__dict__.setdefault("_vecs", {})  # request -> row, for this set of columns
+        key = (res, pods, len(self.dims))
+        v = cache.get(key)
+        if v is None:
+            v = np.zeros(len(self.dims), dtype=np.int64)
+            for name, amount in res.items():
+                v[self.col[name]] = amount
+            v[self.col[PODS]] += pods * scale(PODS)
+            if len(cache) < 4096:
+                cache[key] = v
+        return v.copy()  # callers may change their row
 
     def _add_dim(self, name: str) -> None:
         self.col[name] = len(self.dims)

@@ -77,7 +77,12 @@ class Session:
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
-        self.node_list: list[NodeInfo] = sorted(snapshot.nodes.values(), key=lambda n: n.index)
+        self.node_list: list[NodeInfo] = (snapshot.node_list if snapshot.node_list is not None
+                                          else sorted(snapshot.nodes.values(), key=lambda n: n.index))
+        # Persistent snapshot (cache.py): what this session changed on tasks and nodes, as it was before, so
+        # that the scheduler can put it back before the next session.
+        self.touched_tasks: dict[TaskInfo, tuple] | None = {} if snapshot.persistent else None
+        self.touched_nodes: dict[NodeInfo, dict[str, TaskInfo]] = {}
         self.table = snapshot.table
         self.total: Resources = snapshot.total
         self.now = snapshot.now
@@ -87,23 +92,44 @@ class Session:
         self._fns: dict[str, dict[str, Callable]] = {k: {} for k in FLAGS}
         self._fns["node_order_batch"] = {}
         self.event_handlers: list[EventHandler] = []
+        # Functions giving annotations to write on a pod as it is bound (the device table's GPU ids), as
+        # Volcano's device sharing patches a pod before binding it.
+        self.bind_annotators: list[Callable[[TaskInfo], dict[str, str]]] = []
         self.events: list[tuple[str, str, str, str, str]] = []  # (type, reason, kind, key, message)
-        self.tasks_by_uid: dict[str, TaskInfo] = {t.uid: t for j in self.jobs.values() for t in j.tasks.values()}
+        self._tasks_by_uid: dict[str, TaskInfo] | None = None
+        # Per extension point, the enabled (plugin, function) lists per tier: asked millions of times in a big
+        # session, built once after the plugins registered (add_fn drops the point's entry).
+        self._enabled_cache: dict[str, list[list[tuple[str, Callable]]]] = {}
+
+    @property
+    def tasks_by_uid(self) -> dict[str, TaskInfo]:
+        """Every task of the session's jobs by uid (built on first use: most sessions never ask)."""
+        if self._tasks_by_uid is None:
+            self._tasks_by_uid = {t.uid: t for j in self.jobs.values() for t in j.tasks.values()}
+        return self._tasks_by_uid
 
     # ---------------------------------------------------------------- registration
     def add_fn(self, point: str, plugin: str, fn: Callable) -> None:
         self._fns[point][plugin] = fn
+        self._enabled_cache.pop(point, None)
+        if point == "task_order":
+            self._enabled_cache.pop("task_order_key", None)
+        if point in ("node_order", "node_order_batch"):
+            self._enabled_cache.pop("node_scores", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
-    def _enabled(self, point: str):
+    def _enabled(self, point: str) -> list[list[tuple[str, Callable]]]:
         """(plugin name, function) per tier, for plugins enabled at this extension point."""
-        flag = FLAGS.get(point)
-        fns = self._fns[point]
-        for tier in self.tiers:
-            yield [(opt.name, fns[opt.name]) for opt in tier
-                   if opt.name in fns and (flag is None or opt.enabled(flag))]
+        got = self._enabled_cache.get(point)
+        if got is None:
+            flag = FLAGS.get(point)
+            fns = self._fns[point]
+            got = self._enabled_cache[point] = [
+                [(opt.name, fns[opt.name]) for opt in tier if opt.name in fns and (flag is None or opt.enabled(flag))]
+                for tier in self.tiers]
+        return got
 
     # ---------------------------------------------------------------- ordering
     def _compare(self, point: str, left, right) -> int:
@@ -140,7 +166,25 @@ class Session:
         return sorted(queues, key=functools.cmp_to_key(self.queue_order_cmp))
 
     def sorted_tasks(self, tasks) -> list[TaskInfo]:
+        key = self._task_order_key()
+        if key is not None:
+            return sorted(tasks, key=key)
         return sorted(tasks, key=functools.cmp_to_key(self.task_order_cmp))
+
+    def _task_order_key(self):
+        """A sort key giving exactly TaskOrder's order, when every enabled task-order function says which key it
+        compares (an attribute `key` on the function: fn(a, b) orders as key(a) < key(b)); None otherwise."""
+        got = self._enabled_cache.get("task_order_key")
+        if got is None:
+            keys = [getattr(fn, "key", None) for tier in self._enabled("task_order") for _, fn in tier]
+            if any(k is None for k in keys):
+                got = (None,)
+            else:
+                def key(t: TaskInfo, keys=tuple(keys)) -> tuple:
+                    return (*(k(t) for k in keys), t.index, t.creation, t.uid)
+                got = (key,)
+            self._enabled_cache["task_order_key"] = got
+        return got[0]
 
     # ---------------------------------------------------------------- boolean votes
     def job_valid(self, job: JobInfo) -> ValidateResult:
@@ -245,14 +289,64 @@ class Session:
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Sum of every enabled plugin's score for the candidate rows."""
         total = np.zeros(len(rows), dtype=np.float64)
-        for point in ("node_order", "node_order_batch"):
-            flagged = "node_order"
-            for tier in self.tiers:
-                for opt in tier:
-                    fn = self._fns[point].get(opt.name)
-                    if fn is not None and opt.enabled(FLAGS[flagged]):
-                        total += fn(task, rows)
+        for fn in self.node_order_fns():
+            total += fn(task, rows)
         return total
+
+    def node_order_fns(self) -> list[Callable]:
+        """The enabled score functions in the order node_scores adds them (per-task ones, then batch ones)."""
+        got = self._enabled_cache.get("node_scores")
+        if got is None:
+            got = [[(point, fn) for point in ("node_order", "node_order_batch") for tier in self.tiers
+                    for opt in tier
+                    if (fn := self._fns[point].get(opt.name)) is not None and opt.enabled(FLAGS["node_order"])]]
+            self._enabled_cache["node_scores"] = got
+        return [fn for _, fn in got[0]]
+
+    def predicate_key(self, task: TaskInfo) -> tuple | None:
+        """What the enabled predicates read from `task` when they judge every node by that node alone (labels,
+        taints, resources), independently of the pod's labels and of placed pods; None otherwise. A predicate
+        plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
+        the same nodes."""
+        keys = []
+        for tier in self._enabled("predicate"):
+            for _, fn in tier:
+                predicate_key = getattr(getattr(fn, "__self__", None), "predicate_key", None)
+                key = predicate_key(task) if predicate_key is not None else None
+                if key is None:
+                    return None
+                keys.append(key)
+        return tuple(keys)
+
+    def node_scores_key(self, task: TaskInfo) -> tuple | None:
+        """What the enabled score functions read from `task`, when each scores every node from that node's own
+        state (its resources and labels), independently of which other nodes are scored with it; None otherwise.
+
+        A score plugin says so with a method `score_key(task)` returning a hashable key (None: not for this task);
+        the score must then be a function of that key and of the node's `node_state` (its NodeTable row and the
+        plugin's own `row_state(rows)`, if it keeps any). Two tasks with equal keys, shapes and requests get equal
+        scores on nodes in equal state, so an action may keep scores across jobs, re-score only the nodes whose
+        state changed, and score each distinct node state once (allocate's shared groups)."""
+        keys = []
+        for fn in self.node_order_fns():
+            score_key = getattr(getattr(fn, "__self__", None), "score_key", None)
+            key = score_key(task) if score_key is not None else None
+            if key is None:
+                return None
+            keys.append(key)
+        return tuple(keys)
+
+    def node_state(self, rows: np.ndarray) -> np.ndarray:
+        """Per row, everything a score with a `node_scores_key` reads from the node: its NodeTable row (allocatable,
+        used, idle, releasing, pipelined) and what each score plugin keeps per node besides (`row_state(rows)`,
+        e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys."""
+        t = self.table
+        parts = [t.alloc[rows], t.used[rows], t.idle[rows], t.releasing[rows], t.pipelined[rows]]
+        for fn in self.node_order_fns():
+            row_state = getattr(getattr(fn, "__self__", None), "row_state", None)
+            if row_state is not None:
+                parts.append(np.asarray(row_state(rows), dtype=np.int64).reshape(len(rows), -1))
+        return np.concatenate(parts, axis=1)
 
     # ---------------------------------------------------------------- placement (changes session state now)
     def _on_allocate(self, task: TaskInfo) -> None:
@@ -265,7 +359,18 @@ class Session:
             if h.deallocate:
                 h.deallocate(task)
 
+    def _touch(self, task: TaskInfo, node: NodeInfo | None = None) -> None:
+        """Note a task (and the node whose task dict changes) before changing it, on a persistent snapshot."""
+        touched = self.touched_tasks
+        if touched is None:
+            return
+        if task not in touched:
+            touched[task] = (task.status, task.node, task.nominated_node)
+        if node is not None and node not in self.touched_nodes:
+            self.touched_nodes[node] = dict(node.tasks)
+
     def _place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        self._touch(task, node)
         task.status = status
         task.node = node.name
         node.tasks[task.uid] = task
@@ -274,6 +379,7 @@ class Session:
 
     def _unplace(self, task: TaskInfo) -> None:
         node = self.nodes[task.node]
+        self._touch(task, node)
         self.table.remove_task(node.index, task)
         node.tasks.pop(task.uid, None)
 
@@ -282,11 +388,12 @@ class Session:
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
         self._place(task, node, S.PIPELINED)
-        task.nominated_node = node.name
+        task.nominated_node = node.name  # noted by _place
 
     def evict(self, task: TaskInfo) -> None:
         """Mark a running task Releasing: it still holds the node until deleted, but its job loses it."""
         node = self.nodes[task.node]
+        self._touch(task)
         self.table.remove_task(node.index, task)
         task.status = S.RELEASING
         self.table.add_task(node.index, task)
@@ -294,7 +401,7 @@ class Session:
 
     # undo operations, used by Statement.discard
     def unallocate(self, task: TaskInfo) -> None:
-        self._unplace(task)
+        self._unplace(task)  # notes the task
         task.status = S.PENDING
         task.node = None
         task.nominated_node = None
@@ -302,6 +409,7 @@ class Session:
 
     def unevict(self, task: TaskInfo, previous: TaskStatus) -> None:
         node = self.nodes[task.node]
+        self._touch(task)
         self.table.remove_task(node.index, task)
         task.status = previous
         self.table.add_task(node.index, task)
@@ -311,13 +419,20 @@ class Session:
     def commit_bind(self, task: TaskInfo) -> None:
         """Bind in the cluster. A refused bind puts the task back to Pending, so nothing is ever double-bound."""
         if self.cluster is not None:
+            annotations: dict[str, str] = {}
+            for fn in self.bind_annotators:
+                annotations.update(fn(task))
             try:
-                self.cluster.bind(task.key, task.node)
+                if annotations:
+                    self.cluster.bind(task.key, task.node, annotations=annotations)
+                else:
+                    self.cluster.bind(task.key, task.node)
             except Exception as e:  # the cluster said no: resync next session
                 node = task.node
                 self.unallocate(task)
                 self.record_event("Warning", "FailedScheduling", "Pod", task.key, f"bind to {node} failed: {e}")
                 return
+        self._touch(task)
         self.table.remove_task(self.nodes[task.node].index, task)
         task.status = S.BINDING
         self.table.add_task(self.nodes[task.node].index, task)
@@ -353,6 +468,15 @@ class Session:
             if j.queue == queue:
                 total = total + j.allocated()
         return total
+
+    def queue_allocations(self) -> dict[str, Resources]:
+        """`queue_allocated` of every queue of the session, in one pass over the jobs."""
+        by_queue: dict[str, list[Resources]] = {q: [] for q in self.queues}
+        for j in self.jobs.values():
+            got = by_queue.get(j.queue)
+            if got is not None:
+                got.append(j.allocated())
+        return {q: Resources.sum(allocs) for q, allocs in by_queue.items()}
 
     @staticmethod
     def allocated_statuses() -> frozenset[TaskStatus]:

@@ -45,6 +45,10 @@ class Snapshot:
     total: Resources = field(default_factory=Resources)
     now: float = 0.0
     skipped: list[str] = field(default_factory=list)  # why objects were left out, for reasons
+    # Set by the scheduler's incremental snapshot (cache.py): the records outlive the session, which must then
+    # note the tasks and nodes it changes (Session._touch) so that they are put back before the next one.
+    persistent: bool = False
+    node_list: list[NodeInfo] | None = None  # nodes by table row, when the snapshot already has them
 
 
 def _time(ts: object, default: float = 0.0) -> float:
@@ -85,16 +89,23 @@ def _flag(value: str | None, default: bool) -> bool:
 
 
 def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULER_NAMES) -> Snapshot:
-    names = set(scheduler_names)
-    snap = Snapshot(now=state.now)
+    return _build(state, set(scheduler_names))
+
+
+def priorities(state: ClusterState) -> tuple[dict[str, int], int, set[str]]:
+    """(PriorityClass values with the critical classes, the global default value, classes that never preempt)."""
     pcs = {n: pc.value for n, pc in state.priority_classes.items()}
     pcs.update({k: v for k, v in CRITICAL_CLASSES.items() if k not in pcs})
     global_default = next((pc.value for pc in state.priority_classes.values() if pc.global_default), 0)
     never = {n for n, pc in state.priority_classes.items() if pc.preemption_policy == "Never"}
+    return pcs, global_default, never
 
-    # Queues and their tree.
+
+def queues(state: ClusterState) -> dict[str, QueueInfo]:
+    """Queues and their tree."""
+    out: dict[str, QueueInfo] = {}
     for q in state.queues.values():
-        snap.queues[q.name] = QueueInfo(
+        out[q.name] = QueueInfo(
             name=q.name,
             weight=q.spec.weight if q.spec.weight and q.spec.weight > 0 else 1,
             capability=q.capability(),
@@ -108,25 +119,33 @@ def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULE
             uid=q.metadata.uid or q.name,
             queue=q,
         )
-    for q in snap.queues.values():
-        if q.parent in snap.queues:
-            snap.queues[q.parent].children.append(q.name)
+    for q in out.values():
+        if q.parent in out:
+            out[q.parent].children.append(q.name)
+    return out
+
+
+def _build(state: ClusterState, names: set[str], job_cls: type[JobInfo] = JobInfo, index=None) -> Snapshot:
+    """The snapshot; `index`, when given, is told where every PodGroup and pod went (the incremental
+    snapshot's bookkeeping, cache.py), and jobs are made of `job_cls`."""
+    snap = Snapshot(now=state.now)
+    pcs, global_default, never = priorities(state)
+    snap.queues = queues(state)
 
     # Ready nodes.
     ready = [n for n in state.nodes.values() if n.ready()]
     allocs = [n.allocatable() for n in ready]
     pods = list(state.pods.values())
     extra = set()
-    requests: dict[str, Resources] = {}
-    for p in pods:
-        requests[p.key] = p.spec.request()
-        extra.update(requests[p.key])
+    requests = [p.spec.request() for p in pods]  # in pod order
+    for req in requests:
+        extra.update(req)
     extra.discard(PODS)
     snap.table = table = NodeTable([n.name for n in ready], allocs, extra)
     for n, alloc in zip(ready, allocs):
         snap.nodes[n.name] = NodeInfo(
             name=n.name, index=table.row[n.name], labels=dict(n.labels), taints=list(n.spec.taints),
-            unschedulable=n.spec.unschedulable, allocatable=alloc,
+            unschedulable=n.spec.unschedulable, allocatable=alloc, annotations=dict(n.annotations),
         )
     snap.total = Resources({k: v for k, v in table.total().items() if k != PODS})
 
@@ -136,31 +155,41 @@ def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULE
         queue = pg.spec.queue or "default"
         if queue not in snap.queues:
             snap.skipped.append(f"PodGroup {pg.key}: queue {queue!r} does not exist")
+            if index is not None:
+                index.podgroup(pg, None)
             continue
-        job = _job_from_podgroup(pg, queue, pcs, global_default)
+        job = _job_from_podgroup(pg, queue, pcs, global_default, job_cls)
         snap.jobs[job.uid] = job  # keyed by uid, as TaskInfo.job refers to it
         by_key[pg.key] = job
+        if index is not None:
+            index.podgroup(pg, job)
 
-    for p in pods:
+    for p, req in zip(pods, requests):
         status = task_status(p)
         group = p.group_name
         owned = p.spec.scheduler_name in names
         job_key = f"{p.namespace}/{group}" if group else None
         job = by_key.get(job_key) if job_key else None
+        bare = None
         if job is None and owned and not group:
-            job = _job_for_bare_pod(p, pcs, global_default, snap)
+            job = bare = _job_for_bare_pod(p, pcs, global_default, snap, job_cls)
         task = None
         if job is not None:
-            task = _task(p, job, status, requests[p.key], pcs, never)
+            task = _task(p, job, status, req, pcs, never)
             job.tasks[task.uid] = task
         # Every pod on a Ready node uses its capacity, whoever scheduled it.
         node = snap.nodes.get(p.spec.node_name or "")
         if node is not None and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-            t = task or _task(p, None, status, requests[p.key], pcs, never)
+            t = task or _task(p, None, status, req, pcs, never)
             t.node = node.name
             t.vec = table.vec(t.resreq)
             node.tasks[t.uid] = t
             table.add_task(node.index, t)
+        else:
+            t = task
+            node = None
+        if index is not None:
+            index.pod(p, req, job_key, job, bare, t, node)
     for job in snap.jobs.values():
         for t in job.tasks.values():
             if t.vec is None:
@@ -168,9 +197,10 @@ def build(state: ClusterState, scheduler_names: Iterable[str] = DEFAULT_SCHEDULE
     return snap
 
 
-def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: int) -> JobInfo:
+def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: int,
+                       job_cls: type[JobInfo] = JobInfo) -> JobInfo:
     owner = next((o for o in pg.metadata.owner_references if o.kind == "Job"), None)
-    return JobInfo(
+    return job_cls(
         uid=pg.metadata.uid or pg.key,
         name=pg.name,
         namespace=pg.namespace,
@@ -187,20 +217,38 @@ def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: i
     )
 
 
-def _job_for_bare_pod(p: Pod, pcs: dict[str, int], default: int, snap: Snapshot) -> JobInfo | None:
+def _job_for_bare_pod(p: Pod, pcs: dict[str, int], default: int, snap: Snapshot,
+                      job_cls: type[JobInfo] = JobInfo) -> JobInfo | None:
+    job = bare_pod_job(p, snap.queues, pcs, default, job_cls)
+    if job is None:
+        snap.skipped.append(bare_pod_skipped(p))
+        return None
+    snap.jobs[job.uid] = job
+    return job
+
+
+def bare_pod_job(p: Pod, queues: dict[str, QueueInfo], pcs: dict[str, int], default: int,
+                 job_cls: type[JobInfo] = JobInfo) -> JobInfo | None:
+    """The job of its own that a pod without a group gets (None when its queue does not exist)."""
     queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or "default"
-    if queue not in snap.queues:
-        snap.skipped.append(f"Pod {p.key}: queue {queue!r} does not exist")
+    if queue not in queues:
         return None
     key = f"{p.namespace}/podgroup-{p.metadata.uid or p.name}"
-    job = JobInfo(
+    return job_cls(
         uid=key, name=f"podgroup-{p.metadata.uid or p.name}", namespace=p.namespace, queue=queue,
         priority=pcs.get(p.spec.priority_class_name or "", default), min_available=1,
         creation=_time(p.metadata.creation_timestamp),
         phase="Running" if p.spec.node_name else "Inqueue",
     )
-    snap.jobs[key] = job
-    return job
+
+
+def bare_pod_skipped(p: Pod) -> str:
+    queue = p.annotations.get(QUEUE_NAME_ANNOTATION) or "default"
+    return f"Pod {p.key}: queue {queue!r} does not exist"
+
+
+def podgroup_skipped(pg: PodGroup) -> str:
+    return f"PodGroup {pg.key}: queue {(pg.spec.queue or 'default')!r} does not exist"
 
 
 def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: dict[str, int],
@@ -225,7 +273,7 @@ def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: 
         job=job.uid if job else "",
         role=a.get(TASK_SPEC_ANNOTATION, ""),
         index=int(m.group(1)) if m else 0,
-        resreq=Resources({k: v for k, v in req.items() if k != PODS}),
+        resreq=Resources({k: v for k, v in req.items() if k != PODS}) if PODS in req else req,
         status=status,
         node=p.spec.node_name if status is not TaskStatus.PENDING else None,
         priority=priority,

@@ -27,7 +27,6 @@ The same rule gives `requested`, the node's sum of requests as kube-scheduler's 
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
@@ -234,15 +233,14 @@ class Carried:
     total: int = 0
 
 
-_INDEXES: "weakref.WeakKeyDictionary[Session, NodeIndex]" = weakref.WeakKeyDictionary()
-
-
 class NodeIndex:
     @classmethod
     def of(cls, ssn: Session) -> "NodeIndex":
-        idx = _INDEXES.get(ssn)
+        # Kept on the session itself: the index refers to its session, so a weak-key map from sessions to indexes
+        # would keep every session (and its snapshot) alive for the life of the process.
+        idx = ssn.__dict__.get("_node_index")
         if idx is None:
-            idx = _INDEXES[ssn] = cls(ssn)
+            idx = ssn.__dict__["_node_index"] = cls(ssn)
         return idx
 
     def __init__(self, ssn: Session):

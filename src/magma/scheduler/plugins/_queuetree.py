@@ -168,6 +168,10 @@ def job_allocated(job: JobInfo) -> Resources:
 
 def job_request(job: JobInfo) -> Resources:
     """Allocated plus Pending tasks (Pipelined tasks are in neither, as in Volcano's proportion)."""
+    return job.memo("queuetree.request", _job_request)  # once per change of the job's tasks
+
+
+def _job_request(job: JobInfo) -> Resources:
     total = Resources()
     for t in job.tasks.values():
         if t.status in ALLOCATED or t.status is S.PENDING:
@@ -197,7 +201,12 @@ def job_inqueue(job: JobInfo, allocated: Resources | None = None) -> Resources:
     Counted for Inqueue jobs, and for Running jobs whose allocated tasks reach minMember (Volcano)."""
     if not has_min_resources(job):
         return Resources()
-    allocated = job.allocated() if allocated is None else allocated
+    if allocated is None or allocated is job.allocated():
+        return job.memo(("queuetree.inqueue", job.phase), lambda j: _job_inqueue(j, j.allocated()))
+    return _job_inqueue(job, allocated)
+
+
+def _job_inqueue(job: JobInfo, allocated: Resources) -> Resources:
     if job.phase == "Inqueue":
         return _reserved(job_min_resources(job), allocated)
     if job.phase == "Running" and allocated_task_count(job) >= job.min_available:
@@ -207,7 +216,8 @@ def job_inqueue(job: JobInfo, allocated: Resources | None = None) -> Resources:
 
 def job_elastic(job: JobInfo, allocated: Resources | None = None) -> Resources:
     """The part of the allocation above minResources (all of it when the job has none)."""
-    allocated = job.allocated() if allocated is None else allocated
+    if allocated is None or allocated is job.allocated():
+        return job.memo("queuetree.elastic", lambda j: (j.allocated() - job_min_resources(j)).clamp_min_zero())
     return (allocated - job_min_resources(job)).clamp_min_zero()
 
 

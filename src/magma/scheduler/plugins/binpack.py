@@ -53,6 +53,10 @@ class Binpack:
         if self.weight != 0:
             ssn.add_fn("node_order", NAME, self.scores)
 
+    def score_key(self, task: TaskInfo) -> tuple:
+        """The score on a node depends on the task's request and that node's Used and allocatable only."""
+        return (NAME, task.resreq)
+
     def scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         table = self.ssn.table

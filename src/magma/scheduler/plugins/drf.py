@@ -193,10 +193,13 @@ class DrfPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.total = ssn.total
+        self.total = total = ssn.total
+        allocated, shares = self.allocated, self.shares
         for uid, job in ssn.jobs.items():
-            self._set(uid, job.allocated())
-        self.total_allocated = sum(self.allocated.values(), Resources())
+            a = allocated[uid] = job.allocated()
+            # the share, once per change of the job's tasks (and of the cluster's total)
+            shares[uid] = job.memo(("drf.share", total), lambda j: self.share_of(a))
+        self.total_allocated = Resources.sum(allocated.values())
         self.hierarchy = hdrf_enabled(ssn)
 
         ssn.add_fn("preemptable", NAME, lambda actor, cands: (self.victims(actor, cands), False))

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..framework import ALLOCATED, READY, JobInfo, PERMIT, REJECT, Session, TaskInfo, TaskStatus, ValidateResult, plugin
-from ..reasons import job_reason
+from ..reasons import event_key, job_reason
 
 S = TaskStatus
 NAME = "gang"
@@ -48,8 +48,12 @@ def _task_checks_apply(job: JobInfo) -> bool:
     return job.min_available >= sum(job.task_min_available.values())
 
 
+_PIPELINED = frozenset({S.PIPELINED})
+_VALID = ALLOCATED | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
+
+
 def pending_best_effort(job: JobInfo) -> int:
-    return sum(1 for t in job.tasks.values() if t.status is S.PENDING and t.best_effort)
+    return job.pending_best_effort()  # counted once per change of the job's tasks (JobInfo.stats)
 
 
 def ready_num(job: JobInfo) -> int:
@@ -57,22 +61,34 @@ def ready_num(job: JobInfo) -> int:
 
 
 def pipelined_num(job: JobInfo) -> int:
-    return job.count({S.PIPELINED})
+    return job.count(_PIPELINED)
 
 
 def valid_num(job: JobInfo) -> int:
-    return job.count(ALLOCATED | {S.SUCCEEDED, S.PIPELINED, S.PENDING})
+    return job.count(_VALID)
 
 
 def is_ready(job: JobInfo) -> bool:
+    return job.memo("gang.is_ready", _is_ready)  # asked at every JobOrder comparison: once per change
+
+
+def _is_ready(job: JobInfo) -> bool:
     return ready_num(job) + pending_best_effort(job) >= job.min_available
 
 
 def is_pipelined(job: JobInfo) -> bool:
+    return job.memo("gang.is_pipelined", _is_pipelined)
+
+
+def _is_pipelined(job: JobInfo) -> bool:
     return pipelined_num(job) + ready_num(job) + pending_best_effort(job) >= job.min_available
 
 
 def is_starving(job: JobInfo) -> bool:
+    return job.memo("gang.is_starving", _is_starving)
+
+
+def _is_starving(job: JobInfo) -> bool:
     return pipelined_num(job) + ready_num(job) < job.min_available
 
 
@@ -92,19 +108,35 @@ def _roles_short(job: JobInfo, counts: Counter) -> list[tuple[str, int, int]]:
             if need > 0 and counts[role] < need]
 
 
+_READY_ROLES = ALLOCATED | {S.SUCCEEDED}
+_PIPELINED_ROLES = ALLOCATED | {S.SUCCEEDED, S.PIPELINED}
+
+
+def _roles_short_memo(job: JobInfo, statuses: frozenset, best_effort_pending: bool) -> list[tuple[str, int, int]]:
+    """`_roles_short` of the counts, once per change of the job's tasks (JobInfo.memo)."""
+    if not job.task_min_available:
+        return []  # no role has a minimum
+    return job.memo(("gang.roles_short", statuses, best_effort_pending),
+                    lambda j: _roles_short(j, _role_counts(j, statuses, best_effort_pending)))
+
+
 def task_valid(job: JobInfo) -> list[tuple[str, int, int]]:
-    return _roles_short(job, _role_counts(job, ALLOCATED | {S.SUCCEEDED, S.PIPELINED, S.PENDING}, False))
+    return _roles_short_memo(job, _VALID, False)
 
 
 def task_ready(job: JobInfo) -> bool:
-    return not _roles_short(job, _role_counts(job, ALLOCATED | {S.SUCCEEDED}, True))
+    return not _roles_short_memo(job, _READY_ROLES, True)
 
 
 def task_pipelined(job: JobInfo) -> bool:
-    return not _roles_short(job, _role_counts(job, ALLOCATED | {S.SUCCEEDED, S.PIPELINED}, True))
+    return not _roles_short_memo(job, _PIPELINED_ROLES, True)
 
 
 def validate(job: JobInfo) -> ValidateResult | None:
+    return job.memo("gang.validate", _validate)  # a function of the tasks' statuses and the PodGroup
+
+
+def _validate(job: JobInfo) -> ValidateResult | None:
     short = task_valid(job)
     if short:
         text = "; ".join(f"task {role or '<unnamed>'} has {have} valid pods, its minAvailable is {need}"
@@ -219,13 +251,15 @@ class GangPlugin:
         ssn.add_fn("job_starving", NAME, is_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        from ..scheduler import set_condition  # scheduler imports the plugins package
+        from ..scheduler import condition_current, set_condition  # scheduler imports the plugins package
 
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
             if is_ready(job):
-                set_condition(ssn, job, "Scheduled", SCHEDULED_REASON, "")
+                # Already so in the PodGroup (the common case: a running job): setting it again would write nothing.
+                if job.conditions is not None or not condition_current(job, "Scheduled", SCHEDULED_REASON, ""):
+                    set_condition(ssn, job, "Scheduled", SCHEDULED_REASON, "")
                 continue
             if _skip_for_releasing(job):
                 continue
@@ -233,7 +267,7 @@ class GangPlugin:
                 f"{job.min_available - ready_num(job)}/{len(job.tasks)} tasks in gang unschedulable")
             previous = _previous_message(job, "Unschedulable")
             set_condition(ssn, job, "Unschedulable", _close_reason(job), message)
-            if previous != message:
+            if event_key(previous) != event_key(message):  # not again for a reservation's countdown alone
                 ssn.record_event("Warning", "Unschedulable", "PodGroup", job.key, message)
 
 

@@ -110,6 +110,34 @@ class NodeOrder:
                 total += fn(task, pt, rows).astype(np.float64) * w[key]
         return total
 
+    def score_key(self, task: TaskInfo) -> tuple | None:
+        """What the score of `task` on a node depends on besides the node's own state, when nothing else does
+        (Session.node_scores_key): None when a normalised score of this task varies with the set of candidate
+        nodes (preferred node affinity, PreferNoSchedule taints on some node, preferred inter-pod terms of the
+        pod or of placed pods that match it, soft topology spread)."""
+        w = self.weights
+        pt = self.index.terms(task)
+        if w["nodeaffinity.weight"] and pt.preferred_terms:
+            return None
+        if w["podtopologyspread.weight"] and pt.spread_soft:
+            return None
+        if w["podaffinity.weight"]:
+            if pt.pref_aff or pt.pref_anti:
+                return None
+            for kind in ("pref_aff", "pref_anti"):
+                if any(c.term.matches(pt.labels, pt.namespace) for c in self.index.carried(kind)):
+                    return None
+        if w["tainttoleration.weight"] and self.index.n:
+            rows = np.zeros(1, dtype=np.int64)
+            self.taint_toleration(task, pt, rows)  # fills the per-toleration counts over all nodes
+            if int(self._taint_counts[pt.toleration_key].max()) > 0:
+                return None
+        return (NAME, self._pod_request(task))
+
+    def row_state(self, rows: np.ndarray) -> np.ndarray:
+        """What the resource scores read per node besides the NodeTable: requested and NonZeroRequested."""
+        return np.concatenate([self.index.req()[rows], self.index.nonzero_requested()[rows]], axis=1)
+
     # ------------------------------------------------------------ resources
     def _pod_request(self, task: TaskInfo) -> tuple[int, int, int, int, int]:
         """(nonzero cpu, nonzero memory, cpu, memory, gpu) of the incoming pod."""

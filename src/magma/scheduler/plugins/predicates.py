@@ -36,7 +36,7 @@ no hard spread constraint when no placed pod carries a required anti-affinity te
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Hashable
 
 import numpy as np
 
@@ -133,6 +133,17 @@ class Predicates:
             for text in dict.fromkeys(texts[~taint_ok].tolist()):
                 c.fail(texts == text, text)
         return _Static(c.codes, c.texts, taint_ok)
+
+    def predicate_key(self, task: TaskInfo) -> Hashable | None:
+        """What the predicate of `task` reads from the pod when only node labels, taints and the unschedulable
+        flag decide (no inter-pod terms of its own or of placed pods, no hard spread): its nodeSelector, required
+        node affinity and tolerations. None when placed pods or its labels matter (Session.predicate_key)."""
+        pt = self.index.terms(task)
+        if self.enabled["PodTopologySpread"] and pt.spread_hard:
+            return None
+        if self.enabled["PodAffinity"] and (pt.has_pod_affinity or (self.index.placed() and self.index.carried("anti"))):
+            return None
+        return (NAME, pt.static_key)
 
     # ------------------------------------------------------------ the predicate
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:

@@ -28,6 +28,9 @@ def task_order(a: TaskInfo, b: TaskInfo) -> int:
     return _desc(a.priority, b.priority)
 
 
+task_order.key = lambda t: -t.priority  # type: ignore[attr-defined]  # the same order as a sort key (Session.sorted_tasks)
+
+
 def starving(job: JobInfo) -> bool:
     return job.count(READY) + job.count({TaskStatus.PIPELINED}) < len(job.tasks)
 

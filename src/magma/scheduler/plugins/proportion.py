@@ -77,10 +77,16 @@ def _dims(ssn: Session) -> set[str]:
         dims.update(q.capability)
     for job in ssn.jobs.values():
         dims.update(job.min_resources)
-        for t in job.tasks.values():
-            dims.update(t.resreq)
+        dims.update(job.memo("proportion.dims", _task_dims))
     dims.discard(PODS)
     return dims
+
+
+def _task_dims(job: JobInfo) -> frozenset[str]:
+    out: set[str] = set()
+    for t in job.tasks.values():
+        out.update(t.resreq)
+    return frozenset(out)
 
 
 def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
@@ -119,11 +125,12 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     for qname, jobs in jobs_by_queue.items():
         if qname not in attrs:
             continue
-        alloc, req, inq, ela = Resources(), Resources(), Resources(), Resources()
-        for job in jobs:
-            a = job.allocated()
-            alloc, req = alloc + a, req + job_request(job)
-            inq, ela = inq + job_inqueue(job, a), ela + job_elastic(job, a)
+        # Integer sums (Resources.sum: no intermediate vectors); per job, each figure is computed once per
+        # change of its tasks (JobInfo.memo).
+        alloc = Resources.sum(job.allocated() for job in jobs)
+        req = Resources.sum(job_request(job) for job in jobs)
+        inq = Resources.sum(job_inqueue(job) for job in jobs)
+        ela = Resources.sum(job_elastic(job) for job in jobs)
         for n in (qname, *tree.ancestors(qname)):
             at = attrs[n]
             at.allocated, at.request = at.allocated + alloc, at.request + req

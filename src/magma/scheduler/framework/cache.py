@@ -1,0 +1,459 @@
+"""The scheduler's incremental snapshot: session records kept from one session to the next.
+
+`snapshot.build` turns every object of the cluster into records at every session, which at 100,000 pods costs
+seconds although nothing changed. The cache keeps the records (jobs, tasks, nodes and the NodeTable) and, at the
+next session, applies only what the cluster's change log (`MemoryCluster.changes_since`) says was written:
+
+- a changed, new or deleted pod: its task leaves its job, node and the table's sums, and the pod comes back
+  through the same code `build` uses (`snapshot._task`, `bare_pod_job`, ...);
+- a changed PodGroup: its job is made again with all its pods;
+- queues are made afresh every session (a few records); a queue appearing or disappearing, any node or
+  PriorityClass change, or a pod bringing (or taking away the last of) a resource the table has no column for:
+  everything is built again.
+
+Records keep the order `build` gives them (jobs in PodGroup order then bare pods, tasks in pod order): the cluster
+says where a key sits in its dict (`position`), so an insertion goes to its place without a scan.
+
+A session changes the records it works on (task status and node, node task lists, job phase, reasons,
+conditions). It notes what it changes (`Session._touch`; jobs note themselves, `KeptJob`), and the cache puts
+those back before applying the next changes, so the records always mirror the cluster. Plugins that change
+records in other ways (the `magma` plugin's device columns, for one) make the scheduler build every snapshot
+afresh: only the plugins and actions listed in SAFE_PLUGINS / SAFE_ACTIONS, read for this, allow the cache.
+
+`verify = True` builds the full snapshot too and checks that both agree, record by record (tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from magma.api.objects import Pod, PodGroup
+from magma.api.resources import PODS
+from magma.cluster.interface import ClusterState
+
+from . import snapshot as snap_mod
+from .info import JobInfo, NodeInfo, TaskInfo, TaskStatus, _JobStats
+from .snapshot import Snapshot
+
+SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
+                          "nodeorder", "binpack", "capacity", "sla", "fairshare", "task-topology"})
+SAFE_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
+
+_SESSION_FIELDS = frozenset({"phase", "reason", "reason_code", "enqueued_this_session", "conditions"})
+# What a job takes from its PodGroup besides the phase (a change there makes the job and its tasks again).
+_STATIC_JOB_FIELDS = ("uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
+                      "min_resources", "creation", "owner_job", "preemptable")
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+class KeptJob(JobInfo):
+    """A job of the incremental snapshot: it notes itself in the cache's `touched` set when a session sets one of
+    its per-session fields (or reads its fit errors, which are filled in place), so that they can be reset."""
+
+    _sink: "set[KeptJob] | None" = None
+    _base_phase = "Pending"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SESSION_FIELDS:
+            sink = self._sink
+            if sink is not None:
+                sink.add(self)
+        object.__setattr__(self, name, value)
+
+    @property  # type: ignore[override]
+    def fit_errors(self) -> dict[str, str]:
+        sink = self._sink
+        if sink is not None:
+            sink.add(self)
+        return self._fit_errors
+
+    @fit_errors.setter
+    def fit_errors(self, value: dict[str, str]) -> None:
+        object.__setattr__(self, "_fit_errors", value)
+
+    def _reset(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "phase", self._base_phase)
+        set_(self, "reason", None)
+        set_(self, "reason_code", None)
+        set_(self, "enqueued_this_session", False)
+        set_(self, "conditions", None)
+        set_(self, "_fit_errors", {})
+
+
+def cache_supported(cluster: Any, config: Any) -> bool:
+    """Can the scheduler keep its snapshot for this cluster and configuration?"""
+    if not hasattr(cluster, "changes_since") or not hasattr(cluster, "position"):
+        return False
+    plugins = {opt.name for tier in config.tiers for opt in tier.plugins}
+    return plugins <= SAFE_PLUGINS and set(config.runnable_actions) <= SAFE_ACTIONS
+
+
+@dataclass(eq=False)
+class _Pod:
+    pos: int
+    req: Any  # Resources, the pod's request (pods included), for the table's columns
+    job_key: str | None  # "ns/group" when the pod names a group
+    job: JobInfo | None  # the job its task is in
+    bare: JobInfo | None  # the job of its own (a pod of ours without a group)
+    task: TaskInfo | None  # its task: in `job`, on `node`, or both
+    node: NodeInfo | None  # the ready node whose task list (and the table's sums) hold the task
+
+
+@dataclass(eq=False)
+class _Group:
+    pos: int
+    job: JobInfo | None  # None: skipped, its queue does not exist
+
+
+class _Rebuild(Exception):
+    """The change cannot be applied record by record: build everything again."""
+
+
+class SnapshotCache:
+    verify = False  # check every kept snapshot against a full build (tests set it)
+
+    def __init__(self, scheduler_names: Iterable[str]):
+        self.names = set(scheduler_names)
+        self.snap: Snapshot | None = None
+        self.version = -1
+        self.full_builds = 0
+        self.incremental_builds = 0
+        self.touched: set[KeptJob] = set()
+        self._last = None  # the session whose changes are still on the records
+        self._cluster: Any = None
+
+    # ------------------------------------------------------------------ the session's view
+    def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
+        self.restore()
+        self._cluster = cluster
+        changes = cluster.changes_since(self.version) if self.snap is not None else None
+        done = False
+        if changes is not None:
+            try:
+                done = self._apply(state, changes)
+            except _Rebuild:
+                done = False
+        if not done:
+            self._full(state)
+        self.version = cluster.version
+        view = self._view(state)
+        if self.verify:
+            check_same(view, snap_mod.build(state, self.names))
+        return view
+
+    def opened(self, session: Any) -> None:
+        self._last = session
+
+    def restore(self) -> None:
+        """Put back what the last session changed on the records."""
+        ssn, self._last = self._last, None
+        if ssn is not None:
+            for task, (status, node, nominated) in (ssn.touched_tasks or {}).items():
+                task.status = status
+                task.node = node
+                task.nominated_node = nominated
+            for nd, tasks in ssn.touched_nodes.items():
+                nd.tasks.clear()
+                nd.tasks.update(tasks)
+        for job in self.touched:
+            job._reset()
+        self.touched.clear()
+
+    def _view(self, state: ClusterState) -> Snapshot:
+        base = self.snap
+        jobs = self.pg_jobs if not self.bare_jobs else {**self.pg_jobs, **self.bare_jobs}
+        skipped = [m for _, m in sorted(self.skipped_groups.values())]
+        skipped += [m for _, m in sorted(self.skipped_pods.values())]
+        return Snapshot(jobs=jobs, queues=snap_mod.queues(state), nodes=base.nodes, table=base.table.copy(),
+                        total=base.total, now=state.now, skipped=skipped, persistent=True,
+                        node_list=self.node_list)
+
+    # ------------------------------------------------------------------ full build
+    def _full(self, state: ClusterState) -> None:
+        self.full_builds += 1
+        self.pods: dict[str, _Pod] = {}
+        self.groups: dict[str, _Group] = {}
+        self.group_pods: dict[str, dict[str, None]] = {}
+        self.skipped_groups: dict[str, tuple[int, str]] = {}
+        self.skipped_pods: dict[str, tuple[int, str]] = {}
+        self.pos_of: dict[int, int] = {}  # id(task or job) -> position of its pod or PodGroup
+        self.dim_count: dict[str, int] = {}
+        snap = snap_mod._build(state, self.names, KeptJob, index=self)
+        self.snap = snap
+        self.queue_names = set(snap.queues)
+        self.prios = snap_mod.priorities(state)
+        self.node_list = sorted(snap.nodes.values(), key=lambda n: n.index)
+        self.alloc_dims = {d for nd in snap.nodes.values() for d in nd.allocatable} | {PODS}
+        group_jobs = {id(g.job) for g in self.groups.values() if g.job is not None}
+        self.pg_jobs = {uid: j for uid, j in snap.jobs.items() if id(j) in group_jobs}
+        self.bare_jobs = {uid: j for uid, j in snap.jobs.items() if id(j) not in group_jobs}
+        for job in snap.jobs.values():
+            self._keep(job)
+        self.supported = self._consistent(snap)
+        if not self.supported:
+            self.snap = None  # records that collide on a uid: build afresh every session
+
+    # The index `snapshot._build` reports to.
+    def podgroup(self, pg: PodGroup, job: JobInfo | None) -> None:
+        pos = self._cluster.position("PodGroup", pg.key)
+        self.groups[pg.key] = _Group(pos, job)
+        if job is None:
+            self.skipped_groups[pg.key] = (pos, snap_mod.podgroup_skipped(pg))
+        else:
+            self.pos_of[id(job)] = pos
+
+    def pod(self, p: Pod, req: Any, job_key: str | None, job: JobInfo | None, bare: JobInfo | None,
+            task: TaskInfo | None, node: NodeInfo | None) -> None:
+        pos = self._cluster.position("Pod", p.key)
+        in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
+        self.pods[p.key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
+        if task is not None:
+            self.pos_of[id(task)] = pos
+        if bare is not None:
+            self.pos_of[id(bare)] = pos
+        if job_key is not None:
+            self.group_pods.setdefault(job_key, {})[p.key] = None
+        if job is None and job_key is None and p.spec.scheduler_name in self.names:
+            self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+        for name in req:
+            if name != PODS:
+                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+
+    def _keep(self, job: JobInfo) -> None:
+        object.__setattr__(job, "_base_phase", job.phase)
+        object.__setattr__(job, "_sink", self.touched)
+
+    def _consistent(self, snap: Snapshot) -> bool:
+        """No two records share a key (a uid used twice would make `build` overwrite one with the other)."""
+        jobs = sum(1 for g in self.groups.values() if g.job is not None) + sum(
+            1 for r in self.pods.values() if r.bare is not None)
+        if jobs != len(snap.jobs) or len(self.pg_jobs) + len(self.bare_jobs) != len(snap.jobs):
+            return False
+        in_jobs = sum(1 for r in self.pods.values() if r.job is not None)
+        if in_jobs != sum(len(j.tasks) for j in snap.jobs.values()):
+            return False
+        on_nodes = sum(1 for r in self.pods.values() if r.node is not None)
+        return on_nodes == sum(len(nd.tasks) for nd in snap.nodes.values())
+
+    # ------------------------------------------------------------------ applying changes
+    def _apply(self, state: ClusterState, changes: list[tuple[str, str]]) -> bool:
+        if not self.supported:
+            return False
+        groups: set[str] = set()
+        pods: set[str] = set()
+        for kind, key in changes:
+            if kind == "Pod":
+                pods.add(key)
+            elif kind == "PodGroup":
+                groups.add(key)
+            elif kind in ("Node", "PriorityClass"):
+                return False
+        if set(state.queues) != self.queue_names:
+            return False
+        if not groups and not pods:
+            self.incremental_builds += 1
+            return True
+        groups = {key for key in groups if not self._status_only(state, key)}
+        for key in groups:
+            pods.update(self.group_pods.get(key, ()))
+        for key in pods:
+            self._drop_pod(key)
+        for key in groups:
+            self._drop_group(key)
+        position = self._cluster.position
+        for key in sorted((k for k in groups if k in state.podgroups), key=lambda k: position("PodGroup", k)):
+            self._add_group(state.podgroups[key])
+        for key in sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k)):
+            self._add_pod(state.pods[key])
+        self.incremental_builds += 1
+        return True
+
+    def _status_only(self, state: ClusterState, key: str) -> bool:
+        """A PodGroup whose job differs only in its phase (its status was written, the scheduler's own close
+        does so): the job takes the new phase and keeps its tasks."""
+        g = self.groups.get(key)
+        pg = state.podgroups.get(key)
+        if g is None or g.job is None or pg is None or g.job.podgroup is not pg:
+            return False
+        queue = pg.spec.queue or "default"
+        if queue not in self.queue_names:
+            return False
+        pcs, default, _ = self.prios
+        new = snap_mod._job_from_podgroup(pg, queue, pcs, default)
+        old = g.job
+        if any(getattr(new, f) != getattr(old, f) for f in _STATIC_JOB_FIELDS):
+            return False
+        object.__setattr__(old, "phase", new.phase)
+        object.__setattr__(old, "_base_phase", new.phase)
+        return True
+
+    def _drop_group(self, key: str) -> None:
+        g = self.groups.pop(key, None)
+        self.skipped_groups.pop(key, None)
+        if g is not None and g.job is not None:
+            del self.pg_jobs[g.job.uid]
+            self.pos_of.pop(id(g.job), None)
+
+    def _add_group(self, pg: PodGroup) -> None:
+        pos = self._cluster.position("PodGroup", pg.key)
+        queue = pg.spec.queue or "default"
+        if queue not in self.queue_names:
+            self.groups[pg.key] = _Group(pos, None)
+            self.skipped_groups[pg.key] = (pos, snap_mod.podgroup_skipped(pg))
+            return
+        pcs, default, _ = self.prios
+        job = snap_mod._job_from_podgroup(pg, queue, pcs, default, KeptJob)
+        if job.uid in self.pg_jobs or job.uid in self.bare_jobs:
+            raise _Rebuild
+        self._keep(job)
+        self.groups[pg.key] = _Group(pos, job)
+        self.pos_of[id(job)] = pos
+        _insert(self.pg_jobs, job.uid, job, pos, self.pos_of)
+
+    def _drop_pod(self, key: str) -> None:
+        r = self.pods.pop(key, None)
+        if r is None:
+            return
+        t = r.task
+        if r.node is not None:
+            self.snap.table.remove_task(r.node.index, t)
+            del r.node.tasks[t.uid]
+        if r.job is not None:
+            del r.job.tasks[t.uid]
+            r.job._stats = None  # counts and sums are over the tasks
+        if r.bare is not None:
+            del self.bare_jobs[r.bare.uid]
+            self.pos_of.pop(id(r.bare), None)
+        if t is not None:
+            self.pos_of.pop(id(t), None)
+        self.skipped_pods.pop(key, None)
+        if r.job_key is not None:
+            members = self.group_pods.get(r.job_key)
+            if members is not None:
+                members.pop(key, None)
+                if not members:
+                    del self.group_pods[r.job_key]
+        for name in r.req:
+            if name != PODS:
+                n = self.dim_count[name] - 1
+                self.dim_count[name] = n
+                if n == 0 and name not in self.alloc_dims:
+                    raise _Rebuild  # the table would lose that column
+
+    def _add_pod(self, p: Pod) -> None:
+        """One pod, as `snapshot._build`'s loop places it."""
+        pos = self._cluster.position("Pod", p.key)
+        table = self.snap.table
+        req = p.spec.request()
+        for name in req:
+            if name != PODS:
+                if name not in table.col:
+                    raise _Rebuild  # a new column
+                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+        pcs, default, never = self.prios
+        status = snap_mod.task_status(p)
+        group = p.group_name
+        job_key = f"{p.namespace}/{group}" if group else None
+        g = self.groups.get(job_key) if job_key else None
+        job = g.job if g is not None else None
+        bare = None
+        if job is None and not group and p.spec.scheduler_name in self.names:
+            bare = snap_mod.bare_pod_job(p, self.queue_names, pcs, default, KeptJob)
+            if bare is None:
+                self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+            else:
+                if bare.uid in self.pg_jobs or bare.uid in self.bare_jobs:
+                    raise _Rebuild
+                self._keep(bare)
+                self.pos_of[id(bare)] = pos
+                _insert(self.bare_jobs, bare.uid, bare, pos, self.pos_of)
+                job = bare
+        task = None
+        if job is not None:
+            task = snap_mod._task(p, job, status, req, pcs, never)
+            if task.uid in job.tasks:
+                raise _Rebuild
+            self.pos_of[id(task)] = pos
+            _insert(job.tasks, task.uid, task, pos, self.pos_of)
+            job._stats = None
+        node = self.snap.nodes.get(p.spec.node_name or "")
+        if node is not None and status not in _DONE:
+            t = task or snap_mod._task(p, None, status, req, pcs, never)
+            if t.uid in node.tasks:
+                raise _Rebuild
+            t.node = node.name
+            t.vec = table.vec(t.resreq)
+            self.pos_of[id(t)] = pos
+            _insert(node.tasks, t.uid, t, pos, self.pos_of)
+            table.add_task(node.index, t)
+        else:
+            t = task
+            node = None
+        if task is not None and task.vec is None:
+            task.vec = table.vec(task.resreq)
+        if job_key is not None:
+            self.group_pods.setdefault(job_key, {})[p.key] = None
+        self.pods[p.key] = _Pod(pos, req, job_key, job if task is not None else None, bare, t, node)
+
+
+def _insert(d: dict, key: str, value: Any, pos: int, pos_of: dict[int, int]) -> None:
+    """Insert into a dict kept in position order (the cluster's dict order)."""
+    if d:
+        last = next(reversed(d.values()))
+        if pos_of.get(id(last), -1) > pos:
+            items = list(d.items())
+            items.append((key, value))
+            items.sort(key=lambda kv: pos_of.get(id(kv[1]), -1))
+            d.clear()
+            d.update(items)
+            return
+    d[key] = value
+
+
+# ---------------------------------------------------------------------- verification (tests)
+
+_JOB_FIELDS = ("uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
+               "min_resources", "creation", "phase", "owner_job", "preemptable", "reason", "reason_code",
+               "enqueued_this_session", "conditions", "fit_errors")
+_TASK_FIELDS = ("uid", "name", "namespace", "job", "role", "index", "resreq", "status", "node", "priority",
+                "preemptable", "critical", "never_preempts", "creation", "nominated_node", "shape")
+
+
+def _same_task(a: TaskInfo, b: TaskInfo, where: str) -> None:
+    for f in _TASK_FIELDS:
+        assert getattr(a, f) == getattr(b, f), f"{where}: task {a.uid} field {f}: {getattr(a, f)!r} != {getattr(b, f)!r}"
+    assert a.pod is b.pod, f"{where}: task {a.uid}: another pod object"
+    assert (a.vec is None) == (b.vec is None) and (a.vec is None or np.array_equal(a.vec, b.vec)), \
+        f"{where}: task {a.uid}: vec {a.vec} != {b.vec}"
+
+
+def check_same(kept: Snapshot, full: Snapshot) -> None:
+    """Assert that the kept snapshot has the records a full build gives, in the same order."""
+    assert list(kept.jobs) == list(full.jobs), f"jobs differ: {list(kept.jobs)} != {list(full.jobs)}"
+    for uid, a in kept.jobs.items():
+        b = full.jobs[uid]
+        for f in _JOB_FIELDS:
+            assert getattr(a, f) == getattr(b, f), f"job {uid} field {f}: {getattr(a, f)!r} != {getattr(b, f)!r}"
+        assert a.podgroup is b.podgroup, f"job {uid}: another PodGroup object"
+        if a._stats is not None:  # cached counts must be those of its tasks now
+            assert a._stats.n == len(a.tasks) and a._stats.counts == _JobStats(a).counts, f"job {uid}: stale counts"
+        assert list(a.tasks) == list(b.tasks), f"job {uid} tasks: {list(a.tasks)} != {list(b.tasks)}"
+        for t in a.tasks:
+            _same_task(a.tasks[t], b.tasks[t], f"job {uid}")
+    assert list(kept.nodes) == list(full.nodes), "nodes differ"
+    for name, a in kept.nodes.items():
+        b = full.nodes[name]
+        assert a.index == b.index and a.labels == b.labels and a.allocatable == b.allocatable, f"node {name}"
+        assert list(a.tasks) == list(b.tasks), f"node {name} tasks: {list(a.tasks)} != {list(b.tasks)}"
+        for t in a.tasks:
+            _same_task(a.tasks[t], b.tasks[t], f"node {name}")
+    assert kept.table.dims == full.table.dims, f"table columns {kept.table.dims} != {full.table.dims}"
+    for attr in ("alloc", "used", "releasing", "pipelined", "idle"):
+        assert np.array_equal(getattr(kept.table, attr), getattr(full.table, attr)), f"table {attr} differs"
+    assert kept.skipped == full.skipped, f"skipped {kept.skipped} != {full.skipped}"
+    assert kept.total == full.total and kept.now == full.now
+    assert list(kept.queues) == list(full.queues)

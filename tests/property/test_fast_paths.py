@@ -1,0 +1,207 @@
+"""The scheduler's fast paths decide exactly what the straightforward code decides (issue 5).
+
+Random small clusters and workloads run through the simulator (controller-less: PodGroups and pods arrive, run
+for a while, finish, get deleted) twice: with every fast path off (`fastpath.disabled()`: a full snapshot every
+session, per-job candidate arrays in allocate) and with them on, the kept snapshot checked record by record
+against a full build at every session (`SnapshotCache.verify`). Binds, evictions, PodGroup phases, reasons and
+events must be the same, session by session. A second test runs single sessions on bigger random clusters with
+only allocate's shared groups switched.
+
+The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
+(predicate keys), preferred node affinity (scores normalised over the candidates: no shared group), required
+pod anti-affinity (placement-sensitive), best-effort pods, pods without a group, pods of another scheduler,
+gangs with minMember below their size, priorities (preemption), a queue tree with capabilities, grace periods
+(Releasing, Pipelined) and deletions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from magma.api.config import parse_config
+from magma.api.defaults import builtin_priority_classes, builtin_queues
+from magma.api.objects import SIM_DURATION, Node, Object, Pod, PodGroup, PriorityClass, Queue
+from magma.cluster.memory import MemoryCluster
+from magma.scheduler.framework import fastpath
+from magma.scheduler.framework.cache import SnapshotCache
+from magma.scheduler.scheduler import Scheduler
+from magma.sim.result import build_result
+from magma.sim.runner import Simulation
+from magma.sim.scenario import Scenario, Timed
+
+CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def _config(text: str = CONF):
+    res = parse_config(text)
+    assert res.config is not None, res.messages()
+    return res.config
+
+
+def node(i: int, rng: random.Random) -> Node:
+    labels = {"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 2}", "gpu-type": rng.choice(["a", "b"])}
+    spec: dict[str, Any] = {}
+    if rng.random() < 0.2:
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": rng.choice(["NoSchedule", "PreferNoSchedule"])}]
+    return Node.model_validate({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}", "labels": labels},
+                                "spec": spec,
+                                "status": {"allocatable": {"cpu": "32", "memory": "256Gi",
+                                                           "nvidia.com/gpu": str(rng.choice([4, 8])),
+                                                           "pods": str(rng.choice([4, 110]))}}})
+
+
+def queue(name: str, parent: str | None, weight: int, cap: int | None) -> Queue:
+    spec: dict[str, Any] = {"weight": weight}
+    if parent:
+        spec["parent"] = parent
+    if cap:
+        spec["capability"] = {"nvidia.com/gpu": str(cap)}
+    return Queue.model_validate({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                 "metadata": {"name": name, "uid": f"q-{name}", "creationTimestamp": 0},
+                                 "spec": spec, "status": {"state": "Open"}})
+
+
+def job_objects(j: int, rng: random.Random, queues: list[str], t: float) -> list[Object]:
+    """A PodGroup and its pods (or a bare pod), with the features listed in the module doc."""
+    name = f"j{j}"
+    ns = rng.choice(["a", "b"])
+    size = rng.randint(1, 4)
+    gpus = rng.choice([0, 1, 2, 4])
+    cpu = rng.choice(["1", "2"])
+    req = {"cpu": cpu, "memory": "4Gi"}
+    if gpus:
+        req["nvidia.com/gpu"] = str(gpus)
+    if rng.random() < 0.1:
+        req = {}  # best effort
+    pc = rng.choice(["low", "high", None])
+    spec: dict[str, Any] = {"schedulerName": "volcano" if rng.random() < 0.95 else "other",
+                            "containers": [{"name": "c", "resources": {"requests": req}}],
+                            "terminationGracePeriodSeconds": rng.choice([0, 0, 5])}
+    if pc:
+        spec["priorityClassName"] = pc
+    r = rng.random()
+    if r < 0.15:
+        spec["nodeSelector"] = {"gpu-type": "a"}
+    elif r < 0.25:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}]
+    elif r < 0.32:
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}]}}
+    elif r < 0.38:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": name}}}]}}
+    bare = rng.random() < 0.1
+    duration = str(rng.choice([30, 60, 300]))
+    objs: list[Object] = []
+    if not bare:
+        pg_spec: dict[str, Any] = {"minMember": rng.randint(1, size), "queue": rng.choice(queues)}
+        if pc:
+            pg_spec["priorityClassName"] = pc
+        if gpus and rng.random() < 0.7:
+            pg_spec["minResources"] = {"nvidia.com/gpu": str(gpus * pg_spec["minMember"])}
+        objs.append(PodGroup.model_validate({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns, "uid": f"pg-{name}", "creationTimestamp": t,
+                         "annotations": {SIM_DURATION: f"{duration}s"}},
+            "spec": pg_spec, "status": {"phase": "Pending"}}))
+    for i in range(1 if bare else size):
+        ann = {} if bare else {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}
+        if bare:
+            ann[SIM_DURATION] = f"{duration}s"
+            ann["scheduling.volcano.sh/queue-name"] = rng.choice(queues)
+        objs.append(Pod.model_validate({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{i}", "namespace": ns, "uid": f"p-{name}-{i}", "creationTimestamp": t,
+                         "labels": {"app": name}, "annotations": ann},
+            "spec": spec, "status": {"phase": "Pending"}}))
+    return objs
+
+
+def scenario(seed: int, n_nodes: int, n_jobs: int) -> Scenario:
+    rng = random.Random(seed)
+    objs: list[Object] = [node(i, rng) for i in range(n_nodes)]
+    objs += [queue("root", None, 1, None), queue("org", "root", 2, rng.choice([None, 16])),
+             queue("qa", "org", rng.randint(1, 3), rng.choice([None, 8])), queue("qb", "org", 1, None),
+             queue("qc", "root", rng.randint(1, 2), None)]
+    objs += [PriorityClass.model_validate({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                           "metadata": {"name": n}, "value": v}) for n, v in (("low", 10), ("high", 1000))]
+    have = {o.name for o in objs if isinstance(o, (Queue, PriorityClass))}
+    objs += [q for q in builtin_queues() if q.name not in have]
+    objs += [pc for pc in builtin_priority_classes() if pc.name not in have]
+    sc = Scenario(config=_config())
+    sc.initial = objs
+    for j in range(n_jobs):
+        t = 0.0 if j < n_jobs // 2 else float(rng.randint(1, 120))
+        for o in job_objects(j, rng, ["qa", "qb", "qc", "default"], t):
+            dur = o.annotations.get(SIM_DURATION)
+            if dur:
+                sc.durations[(o.KIND, o.key)] = float(dur[:-1])
+            if t > 0:
+                sc.arrivals.append(Timed(t, o))
+            else:
+                sc.initial.append(o)
+        if rng.random() < 0.1:
+            sc.deletions.append((float(rng.randint(5, 200)), "PodGroup", f"a/j{j}"))
+    sc.arrivals.sort(key=lambda x: x.time)
+    sc.deletions.sort(key=lambda d: d[0])
+    return sc
+
+
+def run(seed: int, n_nodes: int, n_jobs: int, fast: bool) -> tuple:
+    sim = Simulation(scenario(seed, n_nodes, n_jobs), period=1.0, until=600)
+    ctx = contextlib.nullcontext() if fast else fastpath.disabled()
+    SnapshotCache.verify = fast
+    try:
+        with ctx:
+            trace = sim.run()
+    finally:
+        SnapshotCache.verify = False
+    result = build_result(sim)
+    result.pop("summary")  # latencies
+    sessions = [(s.time, s.binds, s.evictions) for s in trace.sessions]
+    events = [(e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
+    if fast:
+        assert sim.scheduler.cache is not None and sim.scheduler.cache.incremental_builds > 0
+    return sessions, json.dumps(result, sort_keys=True, default=str), events, sim.cluster.bindings, sim.cluster.evictions
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14))
+def test_simulations_decide_the_same_with_and_without_fast_paths(seed, n_nodes, n_jobs):
+    assert run(seed, n_nodes, n_jobs, fast=False) == run(seed, n_nodes, n_jobs, fast=True)
+
+
+def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:
+    sc = scenario(seed, n_nodes, n_jobs)
+    objs = sc.initial + [a.obj for a in sc.arrivals]
+    cluster = MemoryCluster(objs, clock=lambda: 100.0)
+    ctx = contextlib.nullcontext() if shared else fastpath.disabled("shared_groups")
+    with ctx:
+        r = Scheduler(cluster, _config()).run_once()
+    return r.binds, r.evictions, sorted(r.phases.items()), sorted(r.reasons.items())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 40), n_jobs=st.integers(1, 60))
+def test_allocate_shared_groups_place_the_same(seed, n_nodes, n_jobs):
+    assert one_session(seed, n_nodes, n_jobs, shared=False) == one_session(seed, n_nodes, n_jobs, shared=True)
