@@ -89,6 +89,8 @@ class Simulation:
         self._arrival_i = 0
         self._deletion_i = 0
         self._last_phases: dict[str, str] = {}
+        self._open_runs: set[str] = set()  # pod uids whose last run has not ended
+        self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
 
     # ---------------------------------------------------------------- timed inputs
     def _apply_timed(self, now: float) -> bool:
@@ -195,23 +197,32 @@ class Simulation:
             owner = _owner(pod, state)
             if owner:
                 self.trace.job_of_pod[pod.key] = owner
-            runs = self.trace.pod_runs.setdefault(pod.metadata.uid or pod.key, [])
+            uid = pod.metadata.uid or pod.key
+            runs = self.trace.pod_runs.setdefault(uid, [])
             phase = pod.status.phase
             if pod.spec.node_name and phase == "Running":
                 if not runs or runs[-1][1] is not None:
                     runs.append([t, None, pod.spec.node_name, "running", pod.key])
-                gpus = pod.spec.request()[GPU] / 1000
+                    self._open_runs.add(uid)
+                got = self._gpus.get(uid)
+                if got is None or got[0] is not pod:  # a pod's request never changes: read it once
+                    got = self._gpus[uid] = (pod, pod.spec.request()[GPU] / 1000)
+                gpus = got[1]
                 q = _queue_of(pod, state)
                 by_queue[q] = by_queue.get(q, 0.0) + gpus
             elif runs and runs[-1][1] is None:
                 runs[-1][1] = t
                 runs[-1][3] = phase.lower() if phase in ("Succeeded", "Failed") else "stopped"
-        # pods that disappeared while running
+                self._open_runs.discard(uid)
+        # pods that disappeared while running (only runs still open can be: no scan of every pod ever seen)
         live = {p.metadata.uid or p.key for p in state.pods.values()}
-        for uid, runs in self.trace.pod_runs.items():
-            if uid not in live and runs and runs[-1][1] is None:
-                runs[-1][1] = t
-                runs[-1][3] = self.trace.evicted_pods.get(uid, "deleted")
+        for uid in self._open_runs - live:
+            runs = self.trace.pod_runs[uid]
+            runs[-1][1] = t
+            runs[-1][3] = self.trace.evicted_pods.get(uid, "deleted")
+        self._open_runs &= live
+        for uid in [u for u in self._gpus if u not in live]:
+            del self._gpus[uid]
         self._track_jobs(t, state)
         if result.reservations or result.backfilled:
             ident = _ident_of_podgroup(state)

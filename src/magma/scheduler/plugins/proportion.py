@@ -223,10 +223,13 @@ class ProportionPlugin:
             return f"queue {queue.name} is {queue.state}, not Open"
         if not self.tree.is_leaf(queue.name):
             return f"queue {queue.name} is not a leaf queue; only leaf queues hold jobs"
-        dims = requested_dims(task.resreq)
+        req = task.resreq
+        dims = requested_dims(req)
         for at in self.chain(queue.name):
-            future = at.allocated + task.resreq
-            bad = exceeding_on(future, at.deserved, dims)
+            alloc, deserved = at.allocated, at.deserved
+            if all(alloc[r] + req[r] <= deserved[r] for r in dims):
+                continue  # (the common case, without making the future allocation)
+            bad = exceeding_on(alloc + req, deserved, dims)
             if bad:
                 return f"queue {at.name}: " + ", ".join(
                     f"{r} deserved {amount(r, at.deserved[r])}, allocated {amount(r, at.allocated[r])}, "
