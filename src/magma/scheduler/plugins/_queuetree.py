@@ -142,6 +142,28 @@ def dominant_share(allocated: Resources, total: Resources) -> tuple[str, float]:
     return name, best
 
 
+def share_dims(ssn, extra=(), with_deserved: bool = False) -> set[str]:
+    """The resources a share plugin reasons about: the cluster's, the queues' bounds, the jobs' requests."""
+    dims = set(ssn.total) | set(extra)
+    for q in ssn.queues.values():
+        dims.update(q.guarantee)
+        dims.update(q.capability)
+        if with_deserved:
+            dims.update(q.deserved_spec)
+    for job in ssn.jobs.values():
+        dims.update(job.min_resources)
+        dims.update(job.memo("share.dims", _task_dims))
+    dims.discard(PODS)
+    return dims
+
+
+def _task_dims(job) -> frozenset[str]:
+    out: set[str] = set()
+    for t in job.tasks.values():
+        out.update(t.resreq)
+    return frozenset(out)
+
+
 def requested_dims(req: Resources) -> list[str]:
     return [k for k, v in req.items() if v > 0 and k != PODS]
 

@@ -60,26 +60,13 @@ from ._queuetree import (
     no_pods,
     plugin_flag,
     requested_dims,
+    share_dims,
     typed_argument,
     victim_order,
 )
 from .proportion import quota_reason
 
 NAME = "capacity"
-
-
-def _dims(ssn: Session) -> set[str]:
-    dims = set(ssn.total) | {CPU, MEMORY}
-    for q in ssn.queues.values():
-        dims.update(q.guarantee)
-        dims.update(q.capability)
-        dims.update(q.deserved_spec)
-    for job in ssn.jobs.values():
-        dims.update(job.min_resources)
-        for t in job.tasks.values():
-            dims.update(t.resreq)
-    dims.discard(PODS)
-    return dims
 
 
 def capacity_share(at: QueueAttr) -> float:
@@ -147,7 +134,7 @@ class CapacityPlugin:
                 at.elastic = at.elastic + job_elastic(job, a)
 
     def _build_flat(self, ssn: Session) -> None:
-        dims = _dims(ssn)
+        dims = share_dims(ssn, (CPU, MEMORY), with_deserved=True)
         total_g = sum((no_pods(q.guarantee) for q in ssn.queues.values()), Resources())
         free = (ssn.total - total_g).clamp_min_zero()
         for job in ssn.jobs.values():
@@ -160,7 +147,7 @@ class CapacityPlugin:
         self._add_jobs(ssn, up=False)
 
     def _build_hierarchical(self, ssn: Session) -> None:
-        dims = _dims(ssn)
+        dims = share_dims(ssn, (CPU, MEMORY), with_deserved=True)
         tree = self.tree
         for n in tree.top_down():
             q = ssn.queues.get(n)

@@ -64,34 +64,16 @@ from ._queuetree import (
     limit_vector,
     no_pods,
     requested_dims,
+    share_dims,
     water_fill,
 )
 
 NAME = "proportion"
 
 
-def _dims(ssn: Session) -> set[str]:
-    dims = set(ssn.total)
-    for q in ssn.queues.values():
-        dims.update(q.guarantee)
-        dims.update(q.capability)
-    for job in ssn.jobs.values():
-        dims.update(job.min_resources)
-        dims.update(job.memo("proportion.dims", _task_dims))
-    dims.discard(PODS)
-    return dims
-
-
-def _task_dims(job: JobInfo) -> frozenset[str]:
-    out: set[str] = set()
-    for t in job.tasks.values():
-        out.update(t.resreq)
-    return frozenset(out)
-
-
 def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     """Every taking-part queue's figures, deserved included (top-down water-filling)."""
-    dims = _dims(ssn)
+    dims = share_dims(ssn)
     info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
     guarantee = {n: no_pods(q.guarantee) if q else Resources() for n, q in info.items()}
     capability = {n: limit_vector(no_pods(q.capability) if q else Resources(), dims, named=capability_names(q))
