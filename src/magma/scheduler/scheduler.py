@@ -14,13 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from magma.api.objects import PodGroupCondition, PodGroupStatus
+from magma.api.resources import Resources
 from magma.cluster.interface import Cluster
 
 from . import actions as _actions  # noqa: F401  (registers the actions)
 from . import plugins as _plugins  # noqa: F401  (registers the plugins)
 from .framework import ACTIONS, PLUGINS, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
 from .framework.cache import SnapshotCache, cache_supported
+from .framework.jobindex import JobIndex, session_jobs
 from .framework.snapshot import DEFAULT_SCHEDULER_NAMES
+from .plugins._queuetree import (_task_dims, dominant_share, has_min_resources, job_elastic, job_inqueue,
+                                  job_min_resources, job_request)
+from .plugins.gang import SCHEDULED_REASON
+from .plugins.gang import is_ready as gang_is_ready
+from .plugins.gang import validate as gang_validate
 from .reasons import job_reason
 
 S = TaskStatus
@@ -61,6 +68,10 @@ class Scheduler:
         if fastpath.incremental_snapshot and cache_supported(self.cluster, self.config):
             if self.cache is None:
                 self.cache = SnapshotCache(self.scheduler_names)
+            if not fastpath.job_index:
+                self.cache.index = None
+            elif self.cache.index is None:
+                self.cache.index = JobIndex(job_figures, quiet_phase, self.cache.touched)
             return self.cache.snapshot(self.cluster, state)
         return build(state, self.scheduler_names)
 
@@ -70,6 +81,9 @@ class Scheduler:
         ssn = Session(snap, self.config, tiers, self.cluster)
         if snap.persistent and self.cache is not None:
             self.cache.opened(ssn)  # its changes to the kept records are put back before the next snapshot
+            index = self.cache.index
+            if index is not None and index.usable(ssn):
+                ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
         ssn.uid = uuid.uuid4().hex[:12]
         for tier in tiers:
             for opt in tier:
@@ -79,6 +93,8 @@ class Scheduler:
                 p = cls(dict(opt.arguments or {}))
                 ssn.plugins[opt.name] = p
                 p.on_session_open(ssn)
+        if ssn.job_index is not None and set(ssn._fns["job_valid"]) - {"gang"}:
+            ssn.job_index = None  # quiet_phase knows gang's JobValid only: visit every job
         return ssn
 
     def run_once(self) -> SessionResult:
@@ -105,7 +121,7 @@ _FAILED = frozenset({S.FAILED})
 
 
 def close_session(ssn: Session, result: SessionResult) -> None:
-    for job in ssn.jobs.values():
+    for job in session_jobs(ssn):
         if not job.is_ready() or job.count(_PENDING):
             reason = job_reason(ssn, job)
             if reason:
@@ -114,7 +130,10 @@ def close_session(ssn: Session, result: SessionResult) -> None:
         close = getattr(p, "on_session_close", None)
         if close:
             close(ssn)
-    for job in ssn.jobs.values():
+    index = getattr(ssn, "job_index", None)
+    if index is not None:
+        result.phases = dict(index.phases)  # quiet jobs: the phase their PodGroup already has
+    for job in session_jobs(ssn):
         if job.reason and job.count(_WAITING):
             result.reasons[job.key] = job.reason
         fields = _status_fields(ssn, job)
@@ -143,11 +162,16 @@ def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatus:
 
 def _status_fields(ssn: Session, job: JobInfo) -> tuple[str, list, int, int, int]:
     """(phase, conditions, running, succeeded, failed) of the PodGroup status at close."""
+    return _fields(job, ssn.uid)
+
+
+def _fields(job: JobInfo, uid: str | None) -> tuple[str, list, int, int, int]:
+    """`_status_fields` for the session `uid` (None: a session that set no condition yet)."""
     conditions = list(job.podgroup.status.conditions) if job.podgroup is not None else []
     if job.conditions is not None:
         conditions = job.conditions
-    unschedulable_now = any(
-        c.type == "Unschedulable" and c.status == "True" and c.transition_id == ssn.uid for c in conditions
+    unschedulable_now = uid is not None and any(
+        c.type == "Unschedulable" and c.status == "True" and c.transition_id == uid for c in conditions
     )
     running, scheduled, finished, succeeded, failed = job.memo("close.counts", _close_counts)
     if running and unschedulable_now:
@@ -218,7 +242,8 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     PodGroup counts belong to the queue controller (as in Volcano); writing them here too would make the two
     fight over the same fields every session.
     """
-    allocated = ssn.queue_allocations()
+    index = getattr(ssn, "job_index", None)
+    allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
         total = allocated[name]
@@ -229,3 +254,40 @@ def queue_status(ssn: Session) -> dict[str, dict]:
             stack.extend(ssn.queues[child].children if child in ssn.queues else [])
         out[name] = {"allocated": total.to_quantities()}
     return out
+
+
+# ---------------------------------------------------------------------- the job index (fastpath.job_index)
+
+
+def job_figures(job: JobInfo, total: Resources) -> tuple[tuple[Resources, ...], float, frozenset]:
+    """What the plugins' opens compute from one job (jobindex.SUMS, drf's share, share_dims' resources), with
+    their own functions."""
+    allocated = job.allocated()
+    if has_min_resources(job):
+        overcommit = job_min_resources(job) if job.phase == "Inqueue" else job_inqueue(job)
+    else:
+        overcommit = Resources()
+    sums = (allocated, job_request(job), job_inqueue(job), job_elastic(job), overcommit)
+    share = job.memo(("drf.share", total), lambda j: dominant_share(allocated, total)[1])
+    return sums, share, frozenset(job.min_resources) | job.memo("share.dims", _task_dims)
+
+
+def quiet_phase(job: JobInfo) -> str | None:
+    """The phase close reports for a job no step of a session would do anything with, else None.
+
+    Quiet: a PodGroup job with pods, admitted (not Pending), nothing pending, pipelined or releasing, ready (as
+    close and gang count it), valid (gang's JobValid: allocate and backfill would give no reason), with the
+    `Scheduled` condition gang's close would set and a PodGroup status equal to what close would write. Only the
+    job's own records enter: a session that changes none of them (tasks, per-session fields) leaves it quiet."""
+    if job.podgroup is None or not job.tasks or job.phase == "Pending":
+        return None
+    if job.count(_WAITING) or job.count(_RELEASING):
+        return None
+    if not job.is_ready() or not gang_is_ready(job) or gang_validate(job) is not None:
+        return None
+    if job.conditions is not None or job.reason or not condition_current(job, "Scheduled", SCHEDULED_REASON, ""):
+        return None
+    fields = _fields(job, None)
+    if _pg_key(job) != _fields_key(fields):
+        return None
+    return fields[0]

@@ -54,6 +54,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
+from ..framework.jobindex import session_jobs
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
 from ..framework.session import PredicateResult
 from .. import reasons
@@ -540,7 +541,7 @@ class Allocator:
         jobs_by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         skip_pending = enqueue_configured(ssn)
-        for job in sorted_by_uid(ssn.jobs.values()):
+        for job in sorted_by_uid(session_jobs(ssn)):  # the index leaves out quiet jobs
             if job.is_pending():
                 if skip_pending:
                     continue

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework.jobindex import session_jobs
 from ..framework import JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action
 from .. import reasons
 from .allocate import OrderedHeap, PredicateCache, flag, sorted_by_uid
@@ -28,7 +29,7 @@ def _pick_tasks(ssn: Session) -> list[TaskInfo]:
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     jobs: dict[str, OrderedHeap[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
-    for job in sorted_by_uid(ssn.jobs.values()):
+    for job in sorted_by_uid(session_jobs(ssn)):  # the index leaves out quiet jobs
         if job.is_pending():
             continue
         if not ssn.job_valid(job).passed:

@@ -28,6 +28,7 @@ allocation (then allocate may backfill it); see ReservationPlan.admit_anyway.
 
 from __future__ import annotations
 
+from ..framework.jobindex import session_jobs
 from ..framework import JobInfo, QueueInfo, Session, action
 from .. import reasons
 from .allocate import OrderedHeap, sorted_by_uid
@@ -49,7 +50,16 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     seen: set[str] = set()
     pending: dict[str, OrderedHeap[JobInfo]] = {}
-    for job in sorted_by_uid(ssn.jobs.values()):
+    index = getattr(ssn, "job_index", None)
+    if index is not None:
+        # Every queue with jobs, in the order of its first job by uid (as the loop below meets them); the jobs
+        # to look at are those that are not quiet (a quiet job is not Pending).
+        for name in index.queue_names():
+            queue = ssn.queues.get(name)
+            if queue is not None:
+                seen.add(name)
+                queues.push(queue)
+    for job in sorted_by_uid(session_jobs(ssn)):
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue

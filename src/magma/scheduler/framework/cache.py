@@ -36,6 +36,7 @@ from magma.cluster.interface import ClusterState
 
 from . import snapshot as snap_mod
 from .info import JobInfo, NodeInfo, TaskInfo, TaskStatus, _JobStats
+from .jobindex import JobIndex
 from .snapshot import Snapshot
 
 SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
@@ -125,6 +126,7 @@ class SnapshotCache:
         self.touched: set[KeptJob] = set()
         self._last = None  # the session whose changes are still on the records
         self._cluster: Any = None
+        self.index: JobIndex | None = None  # kept with the records when the scheduler asks (jobindex.py)
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
@@ -132,17 +134,27 @@ class SnapshotCache:
         self._cluster = cluster
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
+        changed_jobs: set[str] = set()
         if changes is not None:
+            changed_jobs = self._job_uids(changes)
             try:
                 done = self._apply(state, changes)
             except _Rebuild:
                 done = False
         if not done:
             self._full(state)
+        else:
+            changed_jobs |= self._job_uids(changes)
         self.version = cluster.version
         view = self._view(state)
+        self._update_index(view, changed_jobs if done else None)
         if self.verify:
+            touched = set(self.touched)
             check_same(view, snap_mod.build(state, self.names))
+            self.touched.clear()  # check_same reads every job's fit errors: that touched nothing
+            self.touched.update(touched)
+            if self.index is not None:
+                self.index.verify(view.jobs, view.total, self._job_order)
         return view
 
     def opened(self, session: Any) -> None:
@@ -162,6 +174,36 @@ class SnapshotCache:
         for job in self.touched:
             job._reset()
         self.touched.clear()
+
+    # ------------------------------------------------------------------ the job index (jobindex.py)
+    def _job_uids(self, changes: list[tuple[str, str]]) -> set[str]:
+        """The uids of the jobs the changed pods and PodGroups belong to (asked before and after applying)."""
+        out: set[str] = set()
+        for kind, key in changes:
+            if kind == "Pod":
+                r = self.pods.get(key)
+                if r is not None:
+                    for job in (r.job, r.bare):
+                        if job is not None:
+                            out.add(job.uid)
+            elif kind == "PodGroup":
+                g = self.groups.get(key)
+                if g is not None and g.job is not None:
+                    out.add(g.job.uid)
+        return out
+
+    def _job_order(self, job: JobInfo) -> tuple[int, int]:
+        """The job's place in the snapshot's job order: PodGroup jobs, then bare pods' jobs, each by position."""
+        return (1 if self.bare_jobs.get(job.uid) is job else 0, self.pos_of[id(job)])
+
+    def _update_index(self, view: Snapshot, changed: set[str] | None) -> None:
+        index = self.index
+        if index is None:
+            return
+        if changed is None or not index.built or index.total != view.total:
+            index.rebuild(view.jobs, view.total, self._job_order)
+        elif changed:
+            index.update(changed, view.jobs, self._job_order)
 
     def _view(self, state: ClusterState) -> Snapshot:
         base = self.snap

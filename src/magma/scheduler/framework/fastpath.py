@@ -11,6 +11,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
+- `job_index` (scheduler, with the incremental snapshot): per job, what the plugins' opens sum per queue
+  (allocated, request, inqueue, elastic, overcommit's inqueue), drf's share and the resources it names, and
+  whether the job is quiet (nothing to place, ready, valid, its PodGroup status already what close writes) are
+  kept across sessions and updated for the jobs that changed only (framework/jobindex.py). The plugins read
+  their per-queue sums from it; enqueue, allocate, backfill and close visit only the jobs that are not quiet
+  and those the session changed.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Iterator
 
 shared_groups = True
 incremental_snapshot = True
+job_index = True
 
-_NAMES = ("shared_groups", "incremental_snapshot")
+_NAMES = ("shared_groups", "incremental_snapshot", "job_index")
 
 
 @contextmanager

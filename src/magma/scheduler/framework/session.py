@@ -97,6 +97,8 @@ class Session:
         self.bind_annotators: list[Callable[[TaskInfo], dict[str, str]]] = []
         self.events: list[tuple[str, str, str, str, str]] = []  # (type, reason, kind, key, message)
         self._tasks_by_uid: dict[str, TaskInfo] | None = None
+        # The jobs a step must visit and per-queue sums kept across sessions (jobindex.py; set by the scheduler).
+        self.job_index: Any = None
         # Per extension point, the enabled (plugin, function) lists per tier: asked millions of times in a big
         # session, built once after the plugins registered (add_fn drops the point's entry).
         self._enabled_cache: dict[str, list[list[tuple[str, Callable]]]] = {}

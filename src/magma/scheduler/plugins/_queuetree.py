@@ -150,9 +150,13 @@ def share_dims(ssn, extra=(), with_deserved: bool = False) -> set[str]:
         dims.update(q.capability)
         if with_deserved:
             dims.update(q.deserved_spec)
-    for job in ssn.jobs.values():
-        dims.update(job.min_resources)
-        dims.update(job.memo("share.dims", _task_dims))
+    index = getattr(ssn, "job_index", None)
+    if index is not None:
+        dims.update(index.job_dims())  # kept across sessions (fastpath.job_index)
+    else:
+        for job in ssn.jobs.values():
+            dims.update(job.min_resources)
+            dims.update(job.memo("share.dims", _task_dims))
     dims.discard(PODS)
     return dims
 

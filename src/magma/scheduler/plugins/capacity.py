@@ -118,6 +118,20 @@ class CapacityPlugin:
         )
 
     def _add_jobs(self, ssn: Session, up: bool) -> None:
+        index = getattr(ssn, "job_index", None)
+        if index is not None:  # the same sums per queue, kept across sessions (fastpath.job_index)
+            for q in index.queue_names():
+                if q not in self.attrs:
+                    continue
+                sums = [index.queue_sum(q, name) for name in ("allocated", "request", "inqueue", "elastic")]
+                for n in (q, *self.tree.ancestors(q)) if up else (q,):
+                    at = self.attrs.get(n)
+                    if at is None:
+                        continue
+                    at.has_jobs = at.has_jobs or n == q
+                    at.allocated, at.request = at.allocated + sums[0], at.request + sums[1]
+                    at.inqueue, at.elastic = at.inqueue + sums[2], at.elastic + sums[3]
+            return
         for job in ssn.jobs.values():
             if job.queue not in self.attrs:
                 continue
@@ -137,13 +151,14 @@ class CapacityPlugin:
         dims = share_dims(ssn, (CPU, MEMORY), with_deserved=True)
         total_g = sum((no_pods(q.guarantee) for q in ssn.queues.values()), Resources())
         free = (ssn.total - total_g).clamp_min_zero()
-        for job in ssn.jobs.values():
-            if job.queue in self.attrs or job.queue not in ssn.queues:
+        index = getattr(ssn, "job_index", None)
+        for name in index.queue_names() if index is not None else (job.queue for job in ssn.jobs.values()):
+            if name in self.attrs or name not in ssn.queues:
                 continue
-            at = self._new_attr(job.queue, ssn.queues[job.queue], dims, None)
+            at = self._new_attr(name, ssn.queues[name], dims, None)
             at.real_capability = Resources({d: min(free[d] + at.guarantee[d], at.capability[d]) for d in dims})
             at.deserved = at.deserved.min_with(at.real_capability, "zero").max_with(at.guarantee)
-            self.attrs[job.queue] = at
+            self.attrs[name] = at
         self._add_jobs(ssn, up=False)
 
     def _build_hierarchical(self, ssn: Session) -> None:

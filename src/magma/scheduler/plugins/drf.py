@@ -194,12 +194,18 @@ class DrfPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.total = total = ssn.total
-        allocated, shares = self.allocated, self.shares
-        for uid, job in ssn.jobs.items():
-            a = allocated[uid] = job.allocated()
-            # the share, once per change of the job's tasks (and of the cluster's total)
-            shares[uid] = job.memo(("drf.share", total), lambda j: self.share_of(a))
-        self.total_allocated = Resources.sum(allocated.values())
+        index = getattr(ssn, "job_index", None)
+        if index is not None and index.total == total:
+            # every job's allocation and share, kept across sessions (fastpath.job_index)
+            self.allocated, self.shares = dict(index.allocated), dict(index.shares)
+            self.total_allocated = index.total_sum("allocated")
+        else:
+            allocated, shares = self.allocated, self.shares
+            for uid, job in ssn.jobs.items():
+                a = allocated[uid] = job.allocated()
+                # the share, once per change of the job's tasks (and of the cluster's total)
+                shares[uid] = job.memo(("drf.share", total), lambda j: self.share_of(a))
+            self.total_allocated = Resources.sum(allocated.values())
         self.hierarchy = hdrf_enabled(ssn)
 
         ssn.add_fn("preemptable", NAME, lambda actor, cands: (self.victims(actor, cands), False))

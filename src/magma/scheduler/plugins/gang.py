@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..framework import ALLOCATED, READY, JobInfo, PERMIT, REJECT, Session, TaskInfo, TaskStatus, ValidateResult, plugin
+from ..framework.jobindex import session_jobs
 from ..reasons import event_key, job_reason
 
 S = TaskStatus
@@ -253,7 +254,7 @@ class GangPlugin:
     def on_session_close(self, ssn: Session) -> None:
         from ..scheduler import condition_current, set_condition  # scheduler imports the plugins package
 
-        for job in ssn.jobs.values():
+        for job in session_jobs(ssn):  # with the job index, quiet jobs are left out: nothing to set for them
             if not job.tasks:
                 continue
             if is_ready(job):

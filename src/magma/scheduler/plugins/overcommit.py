@@ -42,7 +42,10 @@ class OvercommitPlugin:
         self.total = ssn.total
         self.idle = ssn.total.scaled(Fraction(str(self.factor))) - self.used
         inqueue = Resources()
-        for job in ssn.jobs.values():
+        index = getattr(ssn, "job_index", None)
+        if index is not None:
+            inqueue = index.total_sum("overcommit")  # the same sum, kept across sessions (fastpath.job_index)
+        for job in ssn.jobs.values() if index is None else ():
             if not has_min_resources(job):
                 continue
             if job.phase == "Inqueue":

@@ -85,9 +85,13 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
         kids = sum((eff[c] for c in tree.children(n)), Resources())
         eff[n] = guarantee[n].max_with(kids)
 
+    index = getattr(ssn, "job_index", None)  # per-queue sums kept across sessions (fastpath.job_index)
     jobs_by_queue: dict[str, list[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        jobs_by_queue.setdefault(job.queue, []).append(job)
+    if index is not None:
+        jobs_by_queue = {q: [] for q in index.queue_names()}
+    else:
+        for job in ssn.jobs.values():
+            jobs_by_queue.setdefault(job.queue, []).append(job)
     taking_part = {ROOT}
     for q in jobs_by_queue:
         if q in info:
@@ -107,12 +111,16 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     for qname, jobs in jobs_by_queue.items():
         if qname not in attrs:
             continue
-        # Integer sums (Resources.sum: no intermediate vectors); per job, each figure is computed once per
-        # change of its tasks (JobInfo.memo).
-        alloc = Resources.sum(job.allocated() for job in jobs)
-        req = Resources.sum(job_request(job) for job in jobs)
-        inq = Resources.sum(job_inqueue(job) for job in jobs)
-        ela = Resources.sum(job_elastic(job) for job in jobs)
+        if index is not None:
+            alloc, req = index.queue_sum(qname, "allocated"), index.queue_sum(qname, "request")
+            inq, ela = index.queue_sum(qname, "inqueue"), index.queue_sum(qname, "elastic")
+        else:
+            # Integer sums (Resources.sum: no intermediate vectors); per job, each figure is computed once per
+            # change of its tasks (JobInfo.memo).
+            alloc = Resources.sum(job.allocated() for job in jobs)
+            req = Resources.sum(job_request(job) for job in jobs)
+            inq = Resources.sum(job_inqueue(job) for job in jobs)
+            ela = Resources.sum(job_elastic(job) for job in jobs)
         for n in (qname, *tree.ancestors(qname)):
             at = attrs[n]
             at.allocated, at.request = at.allocated + alloc, at.request + req

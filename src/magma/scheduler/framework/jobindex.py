@@ -1,0 +1,206 @@
+"""The jobs a session can act on, and per-queue sums of the jobs' figures, kept across sessions (fastpath.job_index).
+
+In a big cluster most jobs run, whole and unchanged, from one session to the next: no action does anything with
+them and close writes nothing for them. Visiting each of them in every plugin's open, every action and close costs
+more than the rest of a quiet session. The incremental snapshot (cache.py) knows which jobs changed since the last
+session; this index keeps, per job, what the session would compute from it at open, and updates only the changed
+jobs (its old figures subtracted, its new ones added):
+
+- `records`: per job its queue, its figures (`SUMS`: allocated, request, inqueue and elastic as the queue-share
+  plugins count them, overcommit's inqueue), its dominant share (drf), the resources it names (share_dims), and
+  whether it is *quiet*: the scheduler's `quiet` function (scheduler.py) says so when no action would do anything
+  with the job and close would write nothing for it (all its pods placed, ready, valid, its PodGroup status
+  already what close would write), giving the phase close reports for it;
+- per queue the sums of the figures, the number of jobs and their uids in order (enqueue's queue order);
+- `active`: the jobs that are not quiet. A session visits those and the jobs it changed itself (their tasks,
+  `Session.touched_tasks`; their per-session fields, the cache's `touched` set): `session_jobs(ssn)`.
+
+A full build of the snapshot rebuilds the index; `verify` checks the kept index against a fresh one (tests).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from magma.api.resources import Resources
+
+from .info import JobInfo
+
+# The summed figures, in the order `figures` gives them.
+SUMS = ("allocated", "request", "inqueue", "elastic", "overcommit")
+_ALLOCATED = 0
+
+
+@dataclass(eq=False)
+class JobRecord:
+    queue: str
+    key: str
+    order: tuple[int, int]  # (bare pod job, position): the job's place in the snapshot's job order
+    sums: tuple[Resources, ...]  # per SUMS
+    share: float  # drf's dominant share of the allocation
+    dims: frozenset[str]  # resources the job names (minResources, its tasks' requests)
+    phase: str | None  # the phase close reports when the job is quiet; None: not quiet
+
+    def same(self, other: "JobRecord") -> bool:
+        return (self.queue, self.key, self.order, self.sums, self.share, self.dims, self.phase) == (
+            other.queue, other.key, other.order, other.sums, other.share, other.dims, other.phase)
+
+
+# figures(job, total) -> (sums per SUMS, share, dims); quiet(job) -> the close phase of a quiet job, else None.
+Figures = Callable[[JobInfo, Resources], tuple[tuple[Resources, ...], float, frozenset]]
+Quiet = Callable[[JobInfo], "str | None"]
+
+
+class JobIndex:
+    def __init__(self, figures: Figures, quiet: Quiet, touched: set):
+        self.figures = figures
+        self.quiet = quiet
+        self.touched = touched  # the cache's set of jobs whose per-session fields a session set
+        self.built = False
+        self.total = Resources()
+        self.records: dict[str, JobRecord] = {}
+        self.queue_sums: dict[str, list[Resources]] = {}
+        self.queue_uids: dict[str, list[str]] = {}  # sorted
+        self.dims: Counter = Counter()
+        self.keys: Counter = Counter()
+        self.active: set[str] = set()
+        self.allocated: dict[str, Resources] = {}  # drf's per-job allocation, every job
+        self.shares: dict[str, float] = {}  # drf's per-job share, every job
+        self.phases: dict[str, str] = {}  # job key -> close phase, quiet jobs only
+
+    # ------------------------------------------------------------------ upkeep (the cache calls these)
+    def rebuild(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
+        self.__init__(self.figures, self.quiet, self.touched)
+        self.built = True
+        self.total = total
+        for uid, job in jobs.items():
+            self._add(uid, job, order(job))
+
+    def update(self, uids: Iterable[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
+        """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in."""
+        for uid in uids:
+            if uid in self.records:
+                self._remove(uid)
+            job = jobs.get(uid)
+            if job is not None:
+                self._add(uid, job, order(job))
+
+    def _add(self, uid: str, job: JobInfo, order: tuple[int, int]) -> None:
+        sums, share, dims = self.figures(job, self.total)
+        rec = self.records[uid] = JobRecord(job.queue, job.key, order, sums, share, dims, self.quiet(job))
+        q = self.queue_sums.get(rec.queue)
+        if q is None:
+            self.queue_sums[rec.queue] = list(sums)
+        else:
+            for i, r in enumerate(sums):
+                q[i] = q[i] + r
+        bisect.insort(self.queue_uids.setdefault(rec.queue, []), uid)
+        self.dims.update(dims)
+        self.keys[rec.key] += 1
+        self.allocated[uid] = sums[_ALLOCATED]
+        self.shares[uid] = share
+        if rec.phase is None:
+            self.active.add(uid)
+        else:
+            self.phases[rec.key] = rec.phase
+
+    def _remove(self, uid: str) -> None:
+        rec = self.records.pop(uid)
+        uids = self.queue_uids[rec.queue]
+        del uids[bisect.bisect_left(uids, uid)]
+        if not uids:
+            del self.queue_uids[rec.queue], self.queue_sums[rec.queue]
+        else:
+            q = self.queue_sums[rec.queue]
+            for i, r in enumerate(rec.sums):
+                q[i] = q[i] - r
+        self.dims.subtract(rec.dims)
+        self.dims += Counter()  # drop the zero counts
+        self.keys[rec.key] -= 1
+        if not self.keys[rec.key]:
+            del self.keys[rec.key]
+        del self.allocated[uid], self.shares[uid]
+        self.active.discard(uid)
+        if rec.phase is not None:
+            del self.phases[rec.key]
+
+    # ------------------------------------------------------------------ the session's view
+    def usable(self, ssn: Any) -> bool:
+        """The index stands for the session's jobs: the same jobs, job keys not shared (close keys its phases
+        by job key)."""
+        return len(self.records) == len(ssn.jobs) and len(self.keys) == len(self.records)
+
+    def queue_names(self) -> list[str]:
+        """Queues holding jobs, in the order of their first job by uid (as the actions meet them)."""
+        return sorted(self.queue_uids, key=lambda q: self.queue_uids[q][0])
+
+    def queue_sum(self, queue: str, name: str) -> Resources:
+        q = self.queue_sums.get(queue)
+        return q[SUMS.index(name)] if q is not None else Resources()
+
+    def total_sum(self, name: str) -> Resources:
+        i = SUMS.index(name)
+        return Resources.sum(q[i] for q in self.queue_sums.values())
+
+    def job_dims(self) -> set[str]:
+        return set(self.dims)
+
+    def visit(self, ssn: Any) -> list[JobInfo]:
+        """The jobs not quiet at open and those the session changed so far, in the snapshot's job order."""
+        jobs = ssn.jobs
+        uids = set(self.active)
+        for task in ssn.touched_tasks or ():
+            uids.add(task.job)
+        for job in self.touched:
+            uids.add(job.uid)
+        records = self.records
+        out = [jobs[u] for u in uids if u in records and u in jobs]
+        out.sort(key=lambda j: records[j.uid].order)
+        return out
+
+    def queue_allocations(self, ssn: Any) -> dict[str, Resources]:
+        """`Session.queue_allocations` now: the sums at open, with the jobs whose tasks the session changed
+        counted as they are now."""
+        changed: dict[str, JobInfo] = {}
+        for task in ssn.touched_tasks or ():
+            job = ssn.jobs.get(task.job)
+            if job is not None and task.job in self.records:
+                changed[task.job] = job
+        out = {}
+        for q in ssn.queues:
+            sums = self.queue_sums.get(q)
+            out[q] = sums[_ALLOCATED] if sums is not None else Resources()
+        for uid, job in changed.items():
+            q = job.queue
+            if q in out:
+                out[q] = out[q] - self.records[uid].sums[_ALLOCATED] + job.allocated()
+        return out
+
+    # ------------------------------------------------------------------ verification (tests)
+    def verify(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
+        """Assert that the kept index is what a rebuild from `jobs` gives."""
+        fresh = JobIndex(self.figures, self.quiet, self.touched)
+        fresh.rebuild(jobs, total, order)
+        assert self.total == fresh.total, "index: cluster total differs"
+        assert set(self.records) == set(fresh.records), "index: other jobs"
+        for uid, rec in self.records.items():
+            assert rec.same(fresh.records[uid]), f"index: job {uid}: {rec} != {fresh.records[uid]}"
+        assert self.queue_uids == fresh.queue_uids, "index: queue uids differ"
+        assert {q: list(s) for q, s in self.queue_sums.items()} == fresh.queue_sums, \
+            f"index: queue sums {self.queue_sums} != {fresh.queue_sums}"
+        assert self.dims == fresh.dims and self.keys == fresh.keys, "index: dims or keys differ"
+        assert self.active == fresh.active, f"index: active {self.active} != {fresh.active}"
+        assert self.allocated == fresh.allocated and self.shares == fresh.shares, "index: drf figures differ"
+        assert self.phases == fresh.phases, "index: phases differ"
+
+
+def session_jobs(ssn: Any) -> Iterable[JobInfo]:
+    """The jobs a step of the session must visit: every job, or, with the index (fastpath.job_index), the jobs
+    that are not quiet and those the session changed so far. A quiet job is one no step would do anything with."""
+    index = getattr(ssn, "job_index", None)
+    if index is None:
+        return ssn.jobs.values()
+    return index.visit(ssn)
