@@ -3,8 +3,10 @@
 Random small clusters and workloads run through the simulator (controller-less: PodGroups and pods arrive, run
 for a while, finish, get deleted) twice: with every fast path off (`fastpath.disabled()`: a full snapshot every
 session, per-job candidate arrays in allocate) and with them on, the kept snapshot checked record by record
-against a full build at every session (`SnapshotCache.verify`). Binds, evictions, PodGroup phases, reasons and
-events must be the same, session by session. A second test runs single sessions on bigger random clusters with
+against a full build at every session (`SnapshotCache.verify`, which also checks the job index: per-queue sums,
+quiet jobs, against a fresh one). The configuration is drawn too: proportion, capacity (flat and hierarchical),
+and one without preempt and reclaim, under which running jobs stay quiet (left out by the steps). Binds, evictions, PodGroup phases, reasons and
+events, and every PodGroup status written must be the same, session by session. A second test runs single sessions on bigger random clusters with
 only allocate's shared groups switched.
 
 The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
@@ -50,6 +52,14 @@ tiers:
   - name: nodeorder
   - name: binpack
 """
+
+
+# The queue-share plugins read their per-queue sums from the job index (fastpath.job_index): each is run.
+CAPACITY_CONF = CONF.replace("name: proportion", "name: capacity")
+HIERARCHICAL_CAPACITY_CONF = CONF.replace("name: proportion", "name: capacity\n    enableHierarchy: true")
+# Without preempt and reclaim (which look at every running job), most running jobs are quiet at close.
+NO_PREEMPT_CONF = CONF.replace("enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, backfill")
+CONFS = (CONF, CAPACITY_CONF, HIERARCHICAL_CAPACITY_CONF, NO_PREEMPT_CONF)
 
 
 def _config(text: str = CONF):
@@ -137,7 +147,7 @@ def job_objects(j: int, rng: random.Random, queues: list[str], t: float) -> list
     return objs
 
 
-def scenario(seed: int, n_nodes: int, n_jobs: int) -> Scenario:
+def scenario(seed: int, n_nodes: int, n_jobs: int, conf: str = CONF) -> Scenario:
     rng = random.Random(seed)
     objs: list[Object] = [node(i, rng) for i in range(n_nodes)]
     objs += [queue("root", None, 1, None), queue("org", "root", 2, rng.choice([None, 16])),
@@ -148,7 +158,7 @@ def scenario(seed: int, n_nodes: int, n_jobs: int) -> Scenario:
     have = {o.name for o in objs if isinstance(o, (Queue, PriorityClass))}
     objs += [q for q in builtin_queues() if q.name not in have]
     objs += [pc for pc in builtin_priority_classes() if pc.name not in have]
-    sc = Scenario(config=_config())
+    sc = Scenario(config=_config(conf))
     sc.initial = objs
     for j in range(n_jobs):
         t = 0.0 if j < n_jobs // 2 else float(rng.randint(1, 120))
@@ -167,8 +177,18 @@ def scenario(seed: int, n_nodes: int, n_jobs: int) -> Scenario:
     return sc
 
 
-def run(seed: int, n_nodes: int, n_jobs: int, fast: bool) -> tuple:
-    sim = Simulation(scenario(seed, n_nodes, n_jobs), period=1.0, until=600)
+def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> tuple:
+    sim = Simulation(scenario(seed, n_nodes, n_jobs, conf), period=1.0, until=600)
+    # Every PodGroup status write, in order (the transition ids are random: left out).
+    writes: list[tuple] = []
+    write = sim.cluster.update_podgroup_status
+
+    def logged(key: str, status: Any) -> None:
+        writes.append((sim.clock.now(), key, status.phase, status.running, status.succeeded, status.failed,
+                       [(c.type, c.status, c.reason, c.message, c.last_transition_time) for c in status.conditions]))
+        write(key, status)
+
+    sim.cluster.update_podgroup_status = logged  # type: ignore[method-assign]
     ctx = contextlib.nullcontext() if fast else fastpath.disabled()
     SnapshotCache.verify = fast
     try:
@@ -182,13 +202,16 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool) -> tuple:
     events = [(e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
     if fast:
         assert sim.scheduler.cache is not None and sim.scheduler.cache.incremental_builds > 0
-    return sessions, json.dumps(result, sort_keys=True, default=str), events, sim.cluster.bindings, sim.cluster.evictions
+        # the job index was kept (and checked against a fresh one at every session: SnapshotCache.verify)
+        assert sim.scheduler.cache.index is not None and sim.scheduler.cache.index.built
+    return (sessions, json.dumps(result, sort_keys=True, default=str), events, sim.cluster.bindings,
+            sim.cluster.evictions, writes)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14))
-def test_simulations_decide_the_same_with_and_without_fast_paths(seed, n_nodes, n_jobs):
-    assert run(seed, n_nodes, n_jobs, fast=False) == run(seed, n_nodes, n_jobs, fast=True)
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14), conf=st.sampled_from(CONFS))
+def test_simulations_decide_the_same_with_and_without_fast_paths(seed, n_nodes, n_jobs, conf):
+    assert run(seed, n_nodes, n_jobs, fast=False, conf=conf) == run(seed, n_nodes, n_jobs, fast=True, conf=conf)
 
 
 def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:

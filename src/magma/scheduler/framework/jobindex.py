@@ -77,10 +77,20 @@ class JobIndex:
         self.built = True
         self.total = total
         for uid, job in jobs.items():
-            self._add(uid, job, order(job))
+            self._add(uid, job, order(job), add_sums=False)
+        # the sums in one pass per queue (Resources.sum: no intermediate vectors)
+        by_queue: dict[str, list[JobRecord]] = {}
+        for rec in self.records.values():
+            by_queue.setdefault(rec.queue, []).append(rec)
+        for q, recs in by_queue.items():
+            self.queue_sums[q] = [Resources.sum(r.sums[i] for r in recs) for i in range(len(SUMS))]
 
-    def update(self, uids: Iterable[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
+    def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
         """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in."""
+        if len(uids) > 256 and len(uids) * 4 > len(self.records):  # most jobs changed (every PodGroup's status
+            # written, say): summing afresh is quicker than taking each job out and in
+            self.rebuild(jobs, self.total, order)
+            return
         for uid in uids:
             if uid in self.records:
                 self._remove(uid)
@@ -88,15 +98,16 @@ class JobIndex:
             if job is not None:
                 self._add(uid, job, order(job))
 
-    def _add(self, uid: str, job: JobInfo, order: tuple[int, int]) -> None:
+    def _add(self, uid: str, job: JobInfo, order: tuple[int, int], add_sums: bool = True) -> None:
         sums, share, dims = self.figures(job, self.total)
         rec = self.records[uid] = JobRecord(job.queue, job.key, order, sums, share, dims, self.quiet(job))
-        q = self.queue_sums.get(rec.queue)
-        if q is None:
-            self.queue_sums[rec.queue] = list(sums)
-        else:
-            for i, r in enumerate(sums):
-                q[i] = q[i] + r
+        if add_sums:
+            q = self.queue_sums.get(rec.queue)
+            if q is None:
+                self.queue_sums[rec.queue] = list(sums)
+            else:
+                for i, r in enumerate(sums):
+                    q[i] = q[i] + r
         bisect.insort(self.queue_uids.setdefault(rec.queue, []), uid)
         self.dims.update(dims)
         self.keys[rec.key] += 1
@@ -117,8 +128,13 @@ class JobIndex:
             q = self.queue_sums[rec.queue]
             for i, r in enumerate(rec.sums):
                 q[i] = q[i] - r
-        self.dims.subtract(rec.dims)
-        self.dims += Counter()  # drop the zero counts
+        dims = self.dims
+        for d in rec.dims:
+            n = dims[d] - 1
+            if n:
+                dims[d] = n
+            else:
+                del dims[d]
         self.keys[rec.key] -= 1
         if not self.keys[rec.key]:
             del self.keys[rec.key]
