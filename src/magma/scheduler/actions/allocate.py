@@ -54,8 +54,8 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
-from ..framework.jobindex import session_jobs
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
+from ..framework.jobindex import session_jobs
 from ..framework.session import PredicateResult
 from .. import reasons
 

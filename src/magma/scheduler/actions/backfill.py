@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework.jobindex import session_jobs
 from ..framework import JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action
+from ..framework.jobindex import session_jobs
 from .. import reasons
 from .allocate import OrderedHeap, PredicateCache, flag, sorted_by_uid
 

@@ -28,8 +28,8 @@ allocation (then allocate may backfill it); see ReservationPlan.admit_anyway.
 
 from __future__ import annotations
 
-from ..framework.jobindex import session_jobs
 from ..framework import JobInfo, QueueInfo, Session, action
+from ..framework.jobindex import session_jobs
 from .. import reasons
 from .allocate import OrderedHeap, sorted_by_uid
 
