@@ -5,9 +5,10 @@ for a while, finish, get deleted) twice: with every fast path off (`fastpath.dis
 session, per-job candidate arrays in allocate) and with them on, the kept snapshot checked record by record
 against a full build at every session (`SnapshotCache.verify`, which also checks the job index: per-queue sums,
 quiet jobs, against a fresh one). The configuration is drawn too: proportion, capacity (flat and hierarchical),
-and one without preempt and reclaim, under which running jobs stay quiet (left out by the steps). Binds, evictions, PodGroup phases, reasons and
-events, and every PodGroup status written must be the same, session by session. A second test runs single sessions on bigger random clusters with
-only allocate's shared groups switched.
+and one without preempt and reclaim, under which running jobs stay quiet (left out by the steps). Binds,
+evictions, PodGroup phases, reasons, events, and every PodGroup and Queue status written must be the same,
+session by session. A second test runs single sessions on bigger random clusters with only allocate's shared
+groups switched.
 
 The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
 (predicate keys), preferred node affinity (scores normalised over the candidates: no shared group), required
@@ -179,7 +180,7 @@ def scenario(seed: int, n_nodes: int, n_jobs: int, conf: str = CONF) -> Scenario
 
 def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> tuple:
     sim = Simulation(scenario(seed, n_nodes, n_jobs, conf), period=1.0, until=600)
-    # Every PodGroup status write, in order (the transition ids are random: left out).
+    # Every PodGroup and Queue status write, in order (the transition ids are random: left out).
     writes: list[tuple] = []
     write = sim.cluster.update_podgroup_status
 
@@ -189,6 +190,13 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> t
         write(key, status)
 
     sim.cluster.update_podgroup_status = logged  # type: ignore[method-assign]
+    write_queue = sim.cluster.update_queue_status
+
+    def logged_queue(name: str, status: dict) -> None:  # the queues' allocations (close's queue_status)
+        writes.append((sim.clock.now(), name, json.dumps(status, sort_keys=True, default=str)))
+        write_queue(name, status)
+
+    sim.cluster.update_queue_status = logged_queue  # type: ignore[method-assign]
     ctx = contextlib.nullcontext() if fast else fastpath.disabled()
     SnapshotCache.verify = fast
     try:
