@@ -70,6 +70,7 @@ class JobIndex:
         self.allocated: dict[str, Resources] = {}  # drf's per-job allocation, every job
         self.shares: dict[str, float] = {}  # drf's per-job share, every job
         self.phases: dict[str, str] = {}  # job key -> close phase, quiet jobs only
+        self._active_order: list[str] | None = None  # `active` in job order, made on first use
 
     # ------------------------------------------------------------------ upkeep (the cache calls these)
     def rebuild(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
@@ -77,13 +78,16 @@ class JobIndex:
         self.built = True
         self.total = total
         for uid, job in jobs.items():
-            self._add(uid, job, order(job), add_sums=False)
-        # the sums in one pass per queue (Resources.sum: no intermediate vectors)
-        by_queue: dict[str, list[JobRecord]] = {}
-        for rec in self.records.values():
-            by_queue.setdefault(rec.queue, []).append(rec)
-        for q, recs in by_queue.items():
-            self.queue_sums[q] = [Resources.sum(r.sums[i] for r in recs) for i in range(len(SUMS))]
+            self._add(uid, job, order(job), bulk=True)
+        # per queue, the sums in one pass (Resources.sum: no intermediate vectors) and the uids sorted once
+        by_queue: dict[str, list[str]] = {}
+        for uid, rec in self.records.items():
+            by_queue.setdefault(rec.queue, []).append(uid)
+        records = self.records
+        for q, uids in by_queue.items():
+            self.queue_sums[q] = [Resources.sum(records[u].sums[i] for u in uids) for i in range(len(SUMS))]
+            uids.sort()
+        self.queue_uids = by_queue
 
     def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
         """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in."""
@@ -98,23 +102,25 @@ class JobIndex:
             if job is not None:
                 self._add(uid, job, order(job))
 
-    def _add(self, uid: str, job: JobInfo, order: tuple[int, int], add_sums: bool = True) -> None:
+    def _add(self, uid: str, job: JobInfo, order: tuple[int, int], bulk: bool = False) -> None:
+        """Record a job; `bulk`: the queue's sums and uids are made by the caller (rebuild)."""
         sums, share, dims = self.figures(job, self.total)
         rec = self.records[uid] = JobRecord(job.queue, job.key, order, sums, share, dims, self.quiet(job))
-        if add_sums:
+        if not bulk:
             q = self.queue_sums.get(rec.queue)
             if q is None:
                 self.queue_sums[rec.queue] = list(sums)
             else:
                 for i, r in enumerate(sums):
                     q[i] = q[i] + r
-        bisect.insort(self.queue_uids.setdefault(rec.queue, []), uid)
+            bisect.insort(self.queue_uids.setdefault(rec.queue, []), uid)
         self.dims.update(dims)
         self.keys[rec.key] += 1
         self.allocated[uid] = sums[_ALLOCATED]
         self.shares[uid] = share
         if rec.phase is None:
             self.active.add(uid)
+            self._active_order = None
         else:
             self.phases[rec.key] = rec.phase
 
@@ -139,7 +145,9 @@ class JobIndex:
         if not self.keys[rec.key]:
             del self.keys[rec.key]
         del self.allocated[uid], self.shares[uid]
-        self.active.discard(uid)
+        if uid in self.active:
+            self.active.discard(uid)
+            self._active_order = None
         if rec.phase is not None:
             del self.phases[rec.key]
 
@@ -166,15 +174,15 @@ class JobIndex:
 
     def visit(self, ssn: Any) -> list[JobInfo]:
         """The jobs not quiet at open and those the session changed so far, in the snapshot's job order."""
-        jobs = ssn.jobs
-        uids = set(self.active)
-        for task in ssn.touched_tasks or ():
-            uids.add(task.job)
-        for job in self.touched:
-            uids.add(job.uid)
-        records = self.records
-        out = [jobs[u] for u in uids if u in records and u in jobs]
-        out.sort(key=lambda j: records[j.uid].order)
+        jobs, records, active = ssn.jobs, self.records, self.active
+        if self._active_order is None:
+            self._active_order = sorted(active, key=lambda u: records[u].order)
+        out = [jobs[u] for u in self._active_order]
+        extra = {t.job for t in ssn.touched_tasks or () if t.job not in active}
+        extra.update(j.uid for j in self.touched if j.uid not in active)
+        if extra:
+            out += [jobs[u] for u in extra if u in records and u in jobs]
+            out.sort(key=lambda j: records[j.uid].order)
         return out
 
     def queue_allocations(self, ssn: Any) -> dict[str, Resources]:
