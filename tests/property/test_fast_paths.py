@@ -81,12 +81,17 @@ def node(i: int, rng: random.Random) -> Node:
                                                            "pods": str(rng.choice([4, 110]))}}})
 
 
-def queue(name: str, parent: str | None, weight: int, cap: int | None) -> Queue:
+def queue(name: str, parent: str | None, weight: int, cap: int | None, guarantee: int | None = None,
+          deserved: int | None = None) -> Queue:
     spec: dict[str, Any] = {"weight": weight}
     if parent:
         spec["parent"] = parent
     if cap:
         spec["capability"] = {"nvidia.com/gpu": str(cap)}
+    if guarantee:
+        spec["guarantee"] = {"resource": {"nvidia.com/gpu": str(guarantee)}}
+    if deserved:
+        spec["deserved"] = {"nvidia.com/gpu": str(deserved)}
     return Queue.model_validate({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
                                  "metadata": {"name": name, "uid": f"q-{name}", "creationTimestamp": 0},
                                  "spec": spec, "status": {"state": "Open"}})
@@ -152,8 +157,9 @@ def scenario(seed: int, n_nodes: int, n_jobs: int, conf: str = CONF) -> Scenario
     rng = random.Random(seed)
     objs: list[Object] = [node(i, rng) for i in range(n_nodes)]
     objs += [queue("root", None, 1, None), queue("org", "root", 2, rng.choice([None, 16])),
-             queue("qa", "org", rng.randint(1, 3), rng.choice([None, 8])), queue("qb", "org", 1, None),
-             queue("qc", "root", rng.randint(1, 2), None)]
+             queue("qa", "org", rng.randint(1, 3), rng.choice([None, 8]), deserved=rng.choice([None, 4, 12])),
+             queue("qb", "org", 1, None, guarantee=rng.choice([None, 2])),
+             queue("qc", "root", rng.randint(1, 2), None, guarantee=rng.choice([None, 4]))]
     objs += [PriorityClass.model_validate({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                            "metadata": {"name": n}, "value": v}) for n, v in (("low", 10), ("high", 1000))]
     have = {o.name for o in objs if isinstance(o, (Queue, PriorityClass))}

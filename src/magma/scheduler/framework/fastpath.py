@@ -17,9 +17,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   kept across sessions and updated for the jobs that changed only (framework/jobindex.py). The plugins read
   their per-queue sums from it; enqueue, allocate, backfill and close visit only the jobs that are not quiet
   and those the session changed.
-- `water_fill_memo` (proportion): the deserved shares a water-fill gave are kept by its inputs (the pool and every
-  sibling's weight, real capability, request and floor), and the same inputs later take them instead of filling
-  again.
+- `proportion_memo` (proportion): what proportion's open computes from few inputs is kept by those inputs and
+  taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
+  cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool
+  and every sibling's weight, realCapability, request and floor).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from typing import Iterator
 shared_groups = True
 incremental_snapshot = True
 job_index = True
-water_fill_memo = True
+proportion_memo = True
 
-_NAMES = ("shared_groups", "incremental_snapshot", "job_index", "water_fill_memo")
+_NAMES = ("shared_groups", "incremental_snapshot", "job_index", "proportion_memo")
 
 
 @contextmanager

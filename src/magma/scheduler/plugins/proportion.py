@@ -71,10 +71,12 @@ from ._queuetree import (
 NAME = "proportion"
 
 
-def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
-    """Every taking-part queue's figures, deserved included (top-down water-filling)."""
-    dims = share_dims(ssn)
-    info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
+Bounds = tuple[dict[str, Resources], ...]
+
+
+def queue_bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> Bounds:
+    """Per queue of the tree, what its spec and the cluster bound: (guarantee, capability as a limit vector,
+    effective guarantee, realCapability, the floor of its deserved). None of it depends on the jobs."""
     guarantee = {n: no_pods(q.guarantee) if q else Resources() for n, q in info.items()}
     capability = {n: limit_vector(no_pods(q.capability) if q else Resources(), dims, named=capability_names(q))
                   for n, q in info.items()}
@@ -84,6 +86,48 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     for n in reversed(order):
         kids = sum((eff[c] for c in tree.children(n)), Resources())
         eff[n] = guarantee[n].max_with(kids)
+
+    # realCapability, top-down, for every queue (children of a queue share its realCapability).
+    real: dict[str, Resources] = {ROOT: ssn.total.min_with(capability[ROOT], "zero")}
+    for n in order:
+        kids = tree.children(n)
+        if not kids:
+            continue
+        sum_g = sum((eff[c] for c in kids), Resources())
+        free = (real[n] - sum_g).clamp_min_zero()
+        for c in kids:
+            real[c] = (free + eff[c]).min_with(capability[c], "zero").min_with(real[n], "zero")
+    floor = {n: eff[n].min_with(real[n], "zero") for n in order}
+    return guarantee, capability, eff, real, floor
+
+
+# Queue bounds by their inputs (fastpath.proportion_memo): the queues' specs and the cluster seldom change.
+_BOUNDS: dict[tuple, Bounds] = {}
+_BOUNDS_MAX = 256
+
+
+def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> Bounds:
+    """`queue_bounds`, or what it gave for the same cluster total, resources, tree and queue specs."""
+    if not fastpath.proportion_memo:
+        return queue_bounds(ssn, tree, dims, info)
+    key = (ssn.total, frozenset(dims), tuple(
+        (n, tree.parent(n), q.guarantee if q else None, q.capability if q else None,
+         frozenset(capability_names(q))) for n, q in info.items()))
+    got = _BOUNDS.get(key)
+    if got is None:
+        got = queue_bounds(ssn, tree, dims, info)
+        if len(_BOUNDS) >= _BOUNDS_MAX:
+            _BOUNDS.clear()
+        _BOUNDS[key] = got
+    return got
+
+
+def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
+    """Every taking-part queue's figures, deserved included (top-down water-filling)."""
+    dims = share_dims(ssn)
+    info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
+    guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info)
+    order = tree.top_down()
 
     index = getattr(ssn, "job_index", None)  # per-queue sums kept across sessions (fastpath.job_index)
     jobs_by_queue: dict[str, list[JobInfo]] = {}
@@ -126,19 +170,9 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
             at.allocated, at.request = at.allocated + alloc, at.request + req
             at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
 
-    # realCapability, top-down, for every queue (children of a queue share its realCapability).
-    real: dict[str, Resources] = {ROOT: ssn.total.min_with(capability[ROOT], "zero")}
-    for n in order:
-        kids = tree.children(n)
-        if not kids:
-            continue
-        sum_g = sum((eff[c] for c in kids), Resources())
-        free = (real[n] - sum_g).clamp_min_zero()
-        for c in kids:
-            real[c] = (free + eff[c]).min_with(capability[c], "zero").min_with(real[n], "zero")
     for n, at in attrs.items():
         at.real_capability = real[n]
-        at.floor = at.eff_guarantee.min_with(real[n], "zero")
+        at.floor = floor[n]
 
     root = attrs[ROOT]
     root.deserved = real[ROOT]
@@ -152,7 +186,7 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     return attrs
 
 
-# Water-fill results by their inputs (fastpath.water_fill_memo): between sessions the queues' figures often come back
+# Water-fill results by their inputs (fastpath.proportion_memo): between sessions the queues' figures often come back
 # to values seen before (in the simulator, 5 sessions in 6 repeat an earlier fill), and a fill costs rounds of
 # Fraction arithmetic per queue.
 _FILLS: dict[tuple, tuple[Resources, ...]] = {}
@@ -162,7 +196,7 @@ _FILLS_MAX = 4096
 def fill(pool: Resources, members: list[QueueAttr]) -> None:
     """`water_fill`, or the deserved it gave for the same pool and the same members' weights, real capabilities,
     requests and floors (everything it reads)."""
-    if not fastpath.water_fill_memo:
+    if not fastpath.proportion_memo:
         water_fill(pool, members)
         return
     key = (pool, tuple((m.weight, m.real_capability, m.request, m.floor) for m in members))
