@@ -20,7 +20,11 @@ those back before applying the next changes, so the records always mirror the cl
 records in other ways (the `magma` plugin's device columns, for one) make the scheduler build every snapshot
 afresh: only the plugins and actions listed in SAFE_PLUGINS / SAFE_ACTIONS, read for this, allow the cache.
 
-`verify = True` builds the full snapshot too and checks that both agree, record by record (tests).
+The scheduler may give the cache a job index (jobindex.py: per-queue sums, the jobs a session must visit); the
+cache updates it for the jobs of the changed pods and PodGroups and rebuilds it with every full build.
+
+`verify = True` builds the full snapshot too and checks that both agree, record by record, and the kept job index
+against a fresh one (tests).
 """
 
 from __future__ import annotations
