@@ -65,6 +65,7 @@ from ..framework import (
     TaskInfo,
     TaskStatus,
     action,
+    fastpath,
 )
 from .. import reasons
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
@@ -221,6 +222,12 @@ class Evictor:
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
+        # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the same victims per (queue, job
+        # priority), kept current alike; per queue, the Bound tasks a whole-job eviction also frees when the
+        # action takes Running tasks only (reclaim); the jobs indexed.
+        self._by_prio: dict[tuple[str, int], VictimIndex] = {}
+        self._whole_extra: dict[str, np.ndarray] = {}
+        self._indexed: set[str] = set()
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
@@ -253,7 +260,7 @@ class Evictor:
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
-        for idx in [*(self._by_queue or {}).values(), *self.index.values()]:
+        for idx in [*(self._by_queue or {}).values(), *self._by_prio.values(), *self.index.values()]:
             if id(idx) in seen or idx.evictable is None:
                 continue
             seen.add(id(idx))
@@ -270,15 +277,22 @@ class Evictor:
             for job in sorted_by_uid(ssn.jobs.values()):
                 if job.uid in self.unsettled:
                     continue
+                self._indexed.add(job.uid)
                 for t in job.tasks.values():
                     if t.status not in self.statuses or not evictable(t) or t.node not in ssn.nodes:
+                        if t.status in WHOLE_STATUSES and evictable(t) and t.node in ssn.nodes:
+                            extra = self._whole_extra.get(job.queue)
+                            if extra is None:
+                                extra = self._whole_extra[job.queue] = np.zeros_like(ssn.table.idle)
+                            extra[ssn.nodes[t.node].index] += t.vec
                         continue
-                    idx = self._by_queue.get(job.queue)
-                    if idx is None:
-                        idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
                     row = ssn.nodes[t.node].index
-                    idx.by_row.setdefault(row, []).append(t)
-                    idx.evictable[row] += t.vec
+                    for key, indexes in ((job.queue, self._by_queue), ((job.queue, job.priority), self._by_prio)):
+                        idx = indexes.get(key)
+                        if idx is None:
+                            idx = indexes[key] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                        idx.by_row.setdefault(row, []).append(t)
+                        idx.evictable[row] += t.vec
         return self._by_queue
 
     def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
@@ -375,15 +389,18 @@ class Evictor:
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
+        shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
+        if scope == "cross":
+            self._entitled = self.entitlement(queue, task)
+        workable = self._workable(task, pjob, scope, fut, rows, shortfall) if fastpath.preempt_pruning else None
+        if workable is not None and not workable.any():
+            return False  # no node can give a plan: the loop below would find none
         scores = ssn.node_scores(task, rows)
         free = (fut[rows] >= vec).all(axis=1)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
         # cost's first key), then by score, then by row.
         floor = self.min_priority(idx)[rows]
         order = np.lexsort((rows, -scores, floor, ~free))
-        shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
-        if scope == "cross":
-            self._entitled = self.entitlement(queue, task)
         best_per_task = 1.0 / max(remaining, 1)  # no plan costs less than this many jobs (or pods) per task served
         plans: list[Plan] = []
         best: Plan | None = None
@@ -394,6 +411,8 @@ class Evictor:
                     floor[i] > best.cost[0] or stale >= PATIENCE
                     or best.cost[1] <= best_per_task and best.cost[2] <= best_per_task):
                 break  # the nodes left need victims at least as important, and none has been cheaper lately
+            if workable is not None and not workable[i]:
+                continue  # plan_on_node would say None (it changes nothing else: `stale` counts plans only)
             plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
             if plan is None:
                 continue
@@ -412,6 +431,74 @@ class Evictor:
             if self.apply(stmt, task, pjob, queue, scope, plan, idx):
                 return True
         return False
+
+    # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
+    def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
+                  shortfall: Resources | None) -> np.ndarray | None:
+        """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
+
+        A plan other than free room is a set of units, each with pods on the node taken from the node's
+        candidates, that frees the task's need there and passes `_constraints_ok`. So the node needs a candidate
+        that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
+        `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
+        "queue") or the preemptor's branch is not entitled to grow (scope "cross")."""
+        if scope == "job":
+            return None
+        if scope == "queue":
+            bound = self._queue_bound(pjob)
+            free_ok = shortfall is None or shortfall.is_empty()
+        else:
+            bound = self._cross_bound(pjob)
+            free_ok = self._entitled[1] >= len(self._entitled[0])
+        f, b = fut[rows], bound[rows]
+        vec = task.vec
+        has = b[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
+        out = has & ((f + b) >= vec).all(axis=1)
+        if free_ok:
+            out |= (f >= vec).all(axis=1)
+        return out
+
+    def _queue_bound(self, pjob: JobInfo) -> np.ndarray:
+        """Per row, what the candidates of scope "queue" could free at most: the queue's victims of jobs of the
+        preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out."""
+        self._queue_index()
+        total = np.zeros_like(self.ssn.table.idle)
+        for (q, prio), idx in self._by_prio.items():
+            if q == pjob.queue and prio <= pjob.priority:
+                total += idx.evictable
+        if pjob.uid in self._indexed:
+            nodes = self.ssn.nodes
+            for t in pjob.tasks.values():
+                if t.status in self.statuses and evictable(t) and t.node in nodes:
+                    total[nodes[t.node].index] -= t.vec
+        return total
+
+    def _cross_bound(self, pjob: JobInfo) -> np.ndarray:
+        """Per row, what the candidates of scope "cross" could free at most: victims of the queues in the
+        preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
+        Bound tasks a whole-job eviction adds."""
+        by_queue = self._queue_index()
+        chain = set(queue_chain(self.ssn, pjob.queue))
+        pchain, level = self._entitled
+        total = np.zeros_like(self.ssn.table.idle)
+        for q, idx in by_queue.items():
+            if q == pjob.queue or not self._reclaimable_branch(q, chain) or self._queue_blocked(q, pchain, level):
+                continue
+            total += idx.evictable
+            extra = self._whole_extra.get(q)
+            if extra is not None:
+                total += extra
+        return total
+
+    def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
+        """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""
+        vchain = set(queue_chain(self.ssn, q))
+        lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
+        if level < lca:
+            return True  # the preemptor's branch below the common ancestor would exceed its deserved share
+        # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
+        deserved = _figure(self.figures, q, "deserved")
+        return deserved is not None and not _over(self.alloc.get(q, Resources()), deserved)
 
     def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
         """(the preemptor queue's chain, nearest first; the index of the first level whose deserved share the task
@@ -627,13 +714,7 @@ class Evictor:
             per_queue[u.job.queue] = per_queue.get(u.job.queue, Resources()) + u.evicted
         taken: dict[str, Resources] = {}
         for q, res in per_queue.items():
-            vchain = set(queue_chain(ssn, q))
-            lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
-            if level < lca:
-                return False  # the preemptor's branch below the common ancestor would exceed its deserved share
-            # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
-            deserved = _figure(self.figures, q, "deserved")
-            if deserved is not None and not _over(self.alloc.get(q, Resources()), deserved):
+            if self._queue_blocked(q, pchain, level):
                 return False
             for name in queue_chain(ssn, q):
                 if name in chain:

@@ -11,6 +11,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
+- `preempt_pruning` (preempt, reclaim): before comparing victim plans node by node, a preemptor task's candidate
+  nodes are narrowed with numpy to those where a plan can exist: the node's future idle plus everything the
+  victims a plan could use might free there (scope "queue": jobs of the preemptor's queue of its priority or
+  lower, its own job left out; scope "cross": queues the victim-set constraints do not refuse outright, e.g. a
+  queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
+  plan changes nothing in the search; when none is left, the task fails before its nodes are scored.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Iterator
 
 shared_groups = True
 incremental_snapshot = True
+preempt_pruning = True
 
-_NAMES = ("shared_groups", "incremental_snapshot")
+_NAMES = ("shared_groups", "incremental_snapshot", "preempt_pruning")
 
 
 @contextmanager
