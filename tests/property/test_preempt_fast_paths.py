@@ -1,9 +1,10 @@
-"""Preempt and reclaim decide exactly the same with and without their fast path (`fastpath.preempt_pruning`).
+"""Preempt and reclaim decide exactly the same with and without their fast paths (`fastpath.preempt_pruning`,
+`fastpath.preempt_caches`), each switched off alone or both.
 
 The simulations of test_fast_paths.py evict now and then; this test makes eviction the common case: random small
 clusters filled with running gangs (some at priority `low`, some not preemptable, some bare pods) in two queues of
 a queue tree, and pending gangs at priority `high` in those queues (preempt) or in queues that run nothing
-(reclaim). Two sessions each (the second after the evicted pods are gone), with and without the fast path:
+(reclaim). Two sessions each (the second after the evicted pods are gone), with and without the fast paths:
 binds, evictions, phases and reasons must be equal. A fixed sample of seeds must show both preempt and reclaim
 evicting, so that the comparison is not vacuous.
 """
@@ -131,10 +132,14 @@ def full_cluster(seed: int, n_nodes: int, n_pending: int) -> list[Object]:
 ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, reclaim, backfill"]
 
 
-def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0]) -> tuple:
+SWITCHES = [("preempt_pruning", "preempt_caches"), ("preempt_pruning",), ("preempt_caches",)]
+
+
+def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0],
+             switches: tuple[str, ...] = SWITCHES[0]) -> tuple:
     cluster = MemoryCluster(full_cluster(seed, n_nodes, n_pending), clock=lambda: 1000.0)
     scheduler = Scheduler(cluster, _config(actions))
-    ctx = contextlib.nullcontext() if fast else fastpath.disabled("preempt_pruning")
+    ctx = contextlib.nullcontext() if fast else fastpath.disabled(*switches)
     out = []
     with ctx:
         for _ in range(2):
@@ -146,9 +151,11 @@ def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str =
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 12), n_pending=st.integers(1, 8),
-       actions=st.sampled_from(ACTIONS))
-def test_preempt_and_reclaim_decide_the_same_with_and_without_pruning(seed, n_nodes, n_pending, actions):
-    assert (sessions(seed, n_nodes, n_pending, False, actions) == sessions(seed, n_nodes, n_pending, True, actions))
+       actions=st.sampled_from(ACTIONS), switches=st.sampled_from(SWITCHES))
+def test_preempt_and_reclaim_decide_the_same_with_and_without_fast_paths(seed, n_nodes, n_pending, actions,
+                                                                         switches):
+    assert (sessions(seed, n_nodes, n_pending, False, actions, switches)
+            == sessions(seed, n_nodes, n_pending, True, actions))
 
 
 def test_the_workload_makes_preempt_and_reclaim_evict():

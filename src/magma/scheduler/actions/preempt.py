@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -231,6 +232,16 @@ class Evictor:
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
+        # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
+        # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
+        # puts back the state, and the version, from before its first operation (`began`). Node scores are kept
+        # per score key over all rows, each row valid until an operation of this action touches the node.
+        self.version = 0
+        self._versions = 0
+        self._starts: weakref.WeakKeyDictionary[Statement, int] = weakref.WeakKeyDictionary()
+        self._figures_cache: tuple[int, dict] | None = None
+        self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (scores, valid) over all rows
+        self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
     def subtree_alloc(self, name: str) -> Resources:
@@ -244,11 +255,13 @@ class Evictor:
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
         stmt.evict(task, self.reason)
+        self.changed(row)
         if counted:
             self.alloc[job.queue] = self.alloc[job.queue] - task.resreq
         self._adjust(task, row, -1)
 
     def discard(self, stmt: Statement) -> None:
+        rows = []
         for op in stmt.ops:
             if op.kind == "evict":
                 task = op.task
@@ -256,7 +269,63 @@ class Evictor:
                 if op.previous in ALLOCATED:
                     self.alloc[job.queue] = self.alloc[job.queue] + task.resreq
                 self._adjust(task, self.ssn.nodes[task.node].index, +1)
+            rows.append(op.node.index)
         stmt.discard()
+        start = self._starts.pop(stmt, None)
+        if rows:
+            self.changed(*rows)
+        if start is not None:
+            self.version = start  # the session is back as it was then
+
+    def began(self, stmt: Statement) -> None:
+        """Note the version before `stmt`'s first operation (every operation of this action goes through `apply`)."""
+        if stmt not in self._starts:
+            self._starts[stmt] = self.version
+
+    def committed(self, stmt: Statement) -> None:
+        self._starts.pop(stmt, None)
+        self.changed()
+
+    def changed(self, *rows: int) -> None:
+        """The session changed (on these node rows): a new version."""
+        self._versions += 1
+        self.version = self._versions
+        for _, valid in self._score_cache.values():
+            valid[list(rows)] = False
+
+    def live_figures(self) -> dict:
+        """`reasons.queue_figures` as they are now: computed once per version of the session (fastpath.preempt_caches)."""
+        if not fastpath.preempt_caches:
+            return reasons.queue_figures(self.ssn)
+        got = self._figures_cache
+        if got is None or got[0] != self.version:
+            got = self._figures_cache = (self.version, reasons.queue_figures(self.ssn))
+        return got[1]
+
+    def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """`Session.node_scores(task, rows)`. With fastpath.preempt_caches, when every score function scores a node
+        from the node's own state (`Session.node_scores_key`), all nodes are scored once per version of the session
+        for tasks of equal keys, shapes and requests, and the rows asked for are taken from that."""
+        ssn = self.ssn
+        if not fastpath.preempt_caches:
+            return ssn.node_scores(task, rows)
+        try:
+            key = self._score_keys[task.uid]
+        except KeyError:
+            key = ssn.node_scores_key(task)
+            self._score_keys[task.uid] = key = None if key is None else (key, task.shape, task.resreq)
+        if key is None:
+            return ssn.node_scores(task, rows)
+        got = self._score_cache.get(key)
+        if got is None:
+            n = len(ssn.node_list)
+            got = self._score_cache[key] = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool))
+        scores, valid = got
+        stale = rows[~valid[rows]]
+        if len(stale):
+            scores[stale] = ssn.node_scores(task, stale)
+            valid[stale] = True
+        return scores[rows]
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
@@ -273,26 +342,46 @@ class Evictor:
         session, of a job not placed in this session), per queue: built once, kept current by _evict/discard."""
         if self._by_queue is None:
             ssn = self.ssn
+            nodes = ssn.nodes
             self._by_queue = {}
+            # Rows and requests gathered per index, summed with one np.add.at each (not row by row).
+            gathered: dict[int, tuple[VictimIndex, list[int], list[np.ndarray]]] = {}
+            extras: dict[str, tuple[list[int], list[np.ndarray]]] = {}
+
+            def index_of(indexes: dict, key) -> VictimIndex:
+                idx = indexes.get(key)
+                if idx is None:
+                    idx = indexes[key] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                    gathered[id(idx)] = (idx, [], [])
+                return idx
+
             for job in sorted_by_uid(ssn.jobs.values()):
                 if job.uid in self.unsettled:
                     continue
                 self._indexed.add(job.uid)
+                by_queue = index_of(self._by_queue, job.queue)
+                by_prio = index_of(self._by_prio, (job.queue, job.priority))
                 for t in job.tasks.values():
-                    if t.status not in self.statuses or not evictable(t) or t.node not in ssn.nodes:
-                        if t.status in WHOLE_STATUSES and evictable(t) and t.node in ssn.nodes:
-                            extra = self._whole_extra.get(job.queue)
-                            if extra is None:
-                                extra = self._whole_extra[job.queue] = np.zeros_like(ssn.table.idle)
-                            extra[ssn.nodes[t.node].index] += t.vec
+                    if not evictable(t) or t.node not in nodes:
                         continue
-                    row = ssn.nodes[t.node].index
-                    for key, indexes in ((job.queue, self._by_queue), ((job.queue, job.priority), self._by_prio)):
-                        idx = indexes.get(key)
-                        if idx is None:
-                            idx = indexes[key] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                    if t.status not in self.statuses:
+                        if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
+                            got = extras.setdefault(job.queue, ([], []))
+                            got[0].append(nodes[t.node].index)
+                            got[1].append(t.vec)
+                        continue
+                    row = nodes[t.node].index
+                    for idx in (by_queue, by_prio):
                         idx.by_row.setdefault(row, []).append(t)
-                        idx.evictable[row] += t.vec
+                        _, rows, vecs = gathered[id(idx)]
+                        rows.append(row)
+                        vecs.append(t.vec)
+            for idx, rows, vecs in gathered.values():
+                if rows:
+                    np.add.at(idx.evictable, np.array(rows), np.stack(vecs))
+            for q, (rows, vecs) in extras.items():
+                extra = self._whole_extra[q] = np.zeros_like(ssn.table.idle)
+                np.add.at(extra, np.array(rows), np.stack(vecs))
         return self._by_queue
 
     def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
@@ -392,11 +481,11 @@ class Evictor:
         shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
         if scope == "cross":
             self._entitled = self.entitlement(queue, task)
-        workable = self._workable(task, pjob, scope, fut, rows, shortfall) if fastpath.preempt_pruning else None
+        free = (fut[rows] >= vec).all(axis=1)
+        workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
-        scores = ssn.node_scores(task, rows)
-        free = (fut[rows] >= vec).all(axis=1)
+        scores = self.node_scores(task, rows)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
         # cost's first key), then by score, then by row.
         floor = self.min_priority(idx)[rows]
@@ -434,7 +523,7 @@ class Evictor:
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
-                  shortfall: Resources | None) -> np.ndarray | None:
+                  free: np.ndarray, shortfall: Resources | None) -> np.ndarray | None:
         """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
 
         A plan other than free room is a set of units, each with pods on the node taken from the node's
@@ -445,50 +534,58 @@ class Evictor:
         if scope == "job":
             return None
         if scope == "queue":
-            bound = self._queue_bound(pjob)
+            bound = self._queue_bound(pjob, rows)
             free_ok = shortfall is None or shortfall.is_empty()
         else:
-            bound = self._cross_bound(pjob)
+            bound = self._cross_bound(pjob, rows)
             free_ok = self._entitled[1] >= len(self._entitled[0])
-        f, b = fut[rows], bound[rows]
-        vec = task.vec
-        has = b[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
-        out = has & ((f + b) >= vec).all(axis=1)
+        if bound is None:
+            out = np.zeros(len(rows), dtype=bool)  # no candidate anywhere
+        else:
+            has = bound[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
+            out = has & ((fut[rows] + bound) >= task.vec).all(axis=1)
         if free_ok:
-            out |= (f >= vec).all(axis=1)
+            out |= free
         return out
 
-    def _queue_bound(self, pjob: JobInfo) -> np.ndarray:
-        """Per row, what the candidates of scope "queue" could free at most: the queue's victims of jobs of the
-        preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out."""
+    def _queue_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Over `rows` (ascending), what the candidates of scope "queue" could free at most: the queue's victims of
+        jobs of the preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out. None when
+        there are none."""
         self._queue_index()
-        total = np.zeros_like(self.ssn.table.idle)
-        for (q, prio), idx in self._by_prio.items():
-            if q == pjob.queue and prio <= pjob.priority:
-                total += idx.evictable
+        parts = [idx.evictable[rows] for (q, prio), idx in self._by_prio.items()
+                 if q == pjob.queue and prio <= pjob.priority]
+        if not parts:
+            return None
+        total = parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
         if pjob.uid in self._indexed:
             nodes = self.ssn.nodes
             for t in pjob.tasks.values():
                 if t.status in self.statuses and evictable(t) and t.node in nodes:
-                    total[nodes[t.node].index] -= t.vec
+                    row = nodes[t.node].index
+                    at = int(np.searchsorted(rows, row))
+                    if at < len(rows) and rows[at] == row:
+                        total[at] -= t.vec
         return total
 
-    def _cross_bound(self, pjob: JobInfo) -> np.ndarray:
-        """Per row, what the candidates of scope "cross" could free at most: victims of the queues in the
+    def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the
         preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
-        Bound tasks a whole-job eviction adds."""
+        Bound tasks a whole-job eviction adds. None when there are none."""
         by_queue = self._queue_index()
         chain = set(queue_chain(self.ssn, pjob.queue))
         pchain, level = self._entitled
-        total = np.zeros_like(self.ssn.table.idle)
+        parts = []
         for q, idx in by_queue.items():
             if q == pjob.queue or not self._reclaimable_branch(q, chain) or self._queue_blocked(q, pchain, level):
                 continue
-            total += idx.evictable
+            parts.append(idx.evictable[rows])
             extra = self._whole_extra.get(q)
             if extra is not None:
-                total += extra
-        return total
+                parts.append(extra[rows])
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
 
     def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
         """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""
@@ -508,7 +605,7 @@ class Evictor:
         Preemptive vote decides for the whole chain."""
         ssn = self.ssn
         chain = queue_chain(ssn, queue.name)
-        figs = reasons.queue_figures(ssn)
+        figs = self.live_figures()
         if queue.name not in figs:
             return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
         dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
@@ -533,7 +630,7 @@ class Evictor:
         ssn = self.ssn
         if ssn.allocatable(queue, task):
             return Resources()
-        figs = reasons.queue_figures(ssn)
+        figs = self.live_figures()
         out: dict[str, int] = {}
         found = False
         for name in queue_chain(ssn, queue.name):
@@ -777,6 +874,8 @@ class Evictor:
         ssn = self.ssn
         node = ssn.node_list[plan.row]
         node_stmt = Statement(ssn)
+        self.began(stmt)
+        self.began(node_stmt)
         for t in plan.pods:
             if t.status in WHOLE_STATUSES:
                 self._evict(node_stmt, t)
@@ -796,6 +895,7 @@ class Evictor:
             self.discard(node_stmt)
             return False
         node_stmt.pipeline(task, node)
+        self.changed(plan.row)
         stmt.ops.extend(node_stmt.ops)
         self.unsettled.add(pjob.uid)
         return True
@@ -855,6 +955,7 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
                 ssn.job_enqueued(job)
                 job.phase = "Inqueue"
                 job.enqueued_this_session = True
+            ev.committed(stmt)
             nodes = len({op.node.name for op in placed})
             if evicted:
                 victims = {op.task.job for op in evicted}
@@ -925,3 +1026,4 @@ def preempt(ssn: Session, arguments: dict) -> None:
                     ev.discard(stmt)
                     break
                 stmt.commit()
+                ev.committed(stmt)

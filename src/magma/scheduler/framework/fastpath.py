@@ -17,6 +17,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   lower, its own job left out; scope "cross": queues the victim-set constraints do not refuse outright, e.g. a
   queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
   plan changes nothing in the search; when none is left, the task fails before its nodes are scored.
+- `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
+  from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
+  version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
+  commit of the action starts a new version.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from typing import Iterator
 shared_groups = True
 incremental_snapshot = True
 preempt_pruning = True
+preempt_caches = True
 
-_NAMES = ("shared_groups", "incremental_snapshot", "preempt_pruning")
+_NAMES = ("shared_groups", "incremental_snapshot", "preempt_pruning", "preempt_caches")
 
 
 @contextmanager

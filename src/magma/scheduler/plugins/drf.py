@@ -231,15 +231,25 @@ class DrfPlugin:
         if mine is None:
             return []
         ls = self.share_of(mine + preemptor.resreq)
-        remaining: dict[str, Resources] = {}
+        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every node
+        # a preemptor looks at): max over the cluster's resources of remaining / total.
+        totals = [(k, v) for k, v in self.total.items() if v > 0]
+        remaining: dict[str, dict[str, int]] = {}
         out = []
         for t in candidates:
-            if t.job not in remaining:
-                if t.job not in self.allocated:
+            rem = remaining.get(t.job)
+            if rem is None:
+                alloc = self.allocated.get(t.job)
+                if alloc is None:
                     continue
-                remaining[t.job] = self.allocated[t.job]
-            remaining[t.job] = remaining[t.job] - t.resreq
-            rs = self.share_of(remaining[t.job])
+                rem = remaining[t.job] = dict(alloc.items())
+            for k, v in t.resreq.items():
+                rem[k] = rem.get(k, 0) - v
+            rs = 0.0
+            for k, v in totals:
+                s = rem.get(k, 0) / v
+                if s > rs:
+                    rs = s
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 out.append(t)
         return out
