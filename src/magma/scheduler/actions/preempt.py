@@ -235,12 +235,13 @@ class Evictor:
         # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
         # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
         # puts back the state, and the version, from before its first operation (`began`). Node scores are kept
-        # per score key over all rows, each row valid until an operation of this action touches the node.
+        # per score key over all rows, with the node's state they were computed for (`Session.node_state`): a row
+        # an operation of this action touched is checked against that state (a discard often put it back).
         self.version = 0
         self._versions = 0
         self._starts: weakref.WeakKeyDictionary[Statement, int] = weakref.WeakKeyDictionary()
         self._figures_cache: tuple[int, dict] | None = None
-        self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (scores, valid) over all rows
+        self._score_cache: dict[tuple, list] = {}  # key -> [scores, valid, states] over all rows
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
@@ -290,7 +291,7 @@ class Evictor:
         """The session changed (on these node rows): a new version."""
         self._versions += 1
         self.version = self._versions
-        for _, valid in self._score_cache.values():
+        for _, valid, _ in self._score_cache.values():
             valid[list(rows)] = False
 
     def live_figures(self) -> dict:
@@ -318,12 +319,21 @@ class Evictor:
             return ssn.node_scores(task, rows)
         got = self._score_cache.get(key)
         if got is None:
-            n = len(ssn.node_list)
-            got = self._score_cache[key] = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool))
-        scores, valid = got
+            got = self._score_cache[key] = [ssn.node_scores(task, self.predicates.rows),
+                                            np.ones(len(ssn.node_list), dtype=bool),
+                                            ssn.node_state(self.predicates.rows)]
+        scores, valid, states = got
         stale = rows[~valid[rows]]
         if len(stale):
-            scores[stale] = ssn.node_scores(task, stale)
+            now = ssn.node_state(stale)
+            if now.shape[1] != states.shape[1]:  # a plugin's row state changed shape: start again
+                del self._score_cache[key]
+                return self.node_scores(task, rows)
+            changed = ~(now == states[stale]).all(axis=1)
+            if changed.any():
+                again = stale[changed]
+                scores[again] = ssn.node_scores(task, again)
+                states[again] = now[changed]
             valid[stale] = True
         return scores[rows]
 
