@@ -95,7 +95,16 @@ def evictable(task: TaskInfo) -> bool:
 
 
 def settled(job: JobInfo) -> bool:
-    return not any(t.status in UNSETTLED for t in job.tasks.values())
+    return not job.count(UNSETTLED)  # counted once per change of the job's tasks
+
+
+_PENDING = frozenset({S.PENDING})
+
+
+def runs_evictable(job: JobInfo) -> bool:
+    """Whether the job has a Bound or Running task that may be evicted (once per change of its tasks)."""
+    return job.memo("preempt.runs_evictable",
+                    lambda j: any(t.status in PREEMPT_STATUSES and evictable(t) for t in j.tasks.values()))
 
 
 def queue_chain(ssn: Session, name: str) -> list[str]:
@@ -125,7 +134,7 @@ class RunningWork:
     def __init__(self, ssn: Session):
         self.min_priority: dict[str, int] = {}
         for job in ssn.jobs.values():
-            if any(t.status in PREEMPT_STATUSES and evictable(t) for t in job.tasks.values()):
+            if runs_evictable(job):
                 self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
         self.figures = reasons.queue_figures(ssn)
         self.over: list[str] = []
@@ -223,10 +232,10 @@ class Evictor:
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
-        # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the same victims per (queue, job
-        # priority), kept current alike; per queue, the Bound tasks a whole-job eviction also frees when the
-        # action takes Running tasks only (reclaim); the jobs indexed.
-        self._by_prio: dict[tuple[str, int], VictimIndex] = {}
+        # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
+        # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
+        # frees when the action takes Running tasks only (reclaim); the jobs indexed.
+        self._by_prio: dict[tuple[str, int], np.ndarray] = {}
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
@@ -241,7 +250,8 @@ class Evictor:
         self._versions = 0
         self._starts: weakref.WeakKeyDictionary[Statement, int] = weakref.WeakKeyDictionary()
         self._figures_cache: tuple[int, dict] | None = None
-        self._score_cache: dict[tuple, list] = {}  # key -> [scores, valid, states] over all rows
+        self._score_cache: dict[tuple, list] = {}  # key -> [scores, valid, states, rows touched seen] over all rows
+        self._touched: list[int] = []  # rows touched by this action's operations, in order
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
@@ -291,8 +301,7 @@ class Evictor:
         """The session changed (on these node rows): a new version."""
         self._versions += 1
         self.version = self._versions
-        for _, valid, _ in self._score_cache.values():
-            valid[list(rows)] = False
+        self._touched.extend(rows)
 
     def live_figures(self) -> dict:
         """`reasons.queue_figures` as they are now: computed once per version of the session (fastpath.preempt_caches)."""
@@ -321,8 +330,11 @@ class Evictor:
         if got is None:
             got = self._score_cache[key] = [ssn.node_scores(task, self.predicates.rows),
                                             np.ones(len(ssn.node_list), dtype=bool),
-                                            ssn.node_state(self.predicates.rows)]
-        scores, valid, states = got
+                                            ssn.node_state(self.predicates.rows), len(self._touched)]
+        scores, valid, states, seen = got
+        if seen < len(self._touched):
+            valid[self._touched[seen:]] = False
+            got[3] = len(self._touched)
         stale = rows[~valid[rows]]
         if len(stale):
             now = ssn.node_state(stale)
@@ -339,12 +351,16 @@ class Evictor:
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
-        for idx in [*(self._by_queue or {}).values(), *self._by_prio.values(), *self.index.values()]:
+        for idx in [*(self._by_queue or {}).values(), *self.index.values()]:
             if id(idx) in seen or idx.evictable is None:
                 continue
             seen.add(id(idx))
             if any(t is task for t in idx.by_row.get(row, ())):
                 idx.evictable[row] += sign * task.vec
+        job = self.ssn.jobs[task.job]
+        src = (self._by_queue or {}).get(job.queue)
+        if src is not None and any(t is task for t in src.by_row.get(row, ())):
+            self._by_prio[(job.queue, job.priority)][row] += sign * task.vec
 
     # ------------------------------------------------------------ eligible victims
     def _queue_index(self) -> dict[str, VictimIndex]:
@@ -354,23 +370,20 @@ class Evictor:
             ssn = self.ssn
             nodes = ssn.nodes
             self._by_queue = {}
-            # Rows and requests gathered per index, summed with one np.add.at each (not row by row).
-            gathered: dict[int, tuple[VictimIndex, list[int], list[np.ndarray]]] = {}
+            # Rows and requests gathered per index (and job priority), summed with np.add.at (not row by row).
+            gathered: dict[str, tuple[list[int], list[np.ndarray], list[int]]] = {}
             extras: dict[str, tuple[list[int], list[np.ndarray]]] = {}
-
-            def index_of(indexes: dict, key) -> VictimIndex:
-                idx = indexes.get(key)
-                if idx is None:
-                    idx = indexes[key] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
-                    gathered[id(idx)] = (idx, [], [])
-                return idx
-
             for job in sorted_by_uid(ssn.jobs.values()):
                 if job.uid in self.unsettled:
                     continue
                 self._indexed.add(job.uid)
-                by_queue = index_of(self._by_queue, job.queue)
-                by_prio = index_of(self._by_prio, (job.queue, job.priority))
+                idx = self._by_queue.get(job.queue)
+                if idx is None:
+                    idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                    gathered[job.queue] = ([], [], [])
+                rows, vecs, prios = gathered[job.queue]
+                if (job.queue, job.priority) not in self._by_prio:
+                    self._by_prio[(job.queue, job.priority)] = np.zeros_like(ssn.table.idle)
                 for t in job.tasks.values():
                     if not evictable(t) or t.node not in nodes:
                         continue
@@ -381,14 +394,18 @@ class Evictor:
                             got[1].append(t.vec)
                         continue
                     row = nodes[t.node].index
-                    for idx in (by_queue, by_prio):
-                        idx.by_row.setdefault(row, []).append(t)
-                        _, rows, vecs = gathered[id(idx)]
-                        rows.append(row)
-                        vecs.append(t.vec)
-            for idx, rows, vecs in gathered.values():
-                if rows:
-                    np.add.at(idx.evictable, np.array(rows), np.stack(vecs))
+                    idx.by_row.setdefault(row, []).append(t)
+                    rows.append(row)
+                    vecs.append(t.vec)
+                    prios.append(job.priority)
+            for q, (rows, vecs, prios) in gathered.items():
+                if not rows:
+                    continue
+                at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
+                np.add.at(self._by_queue[q].evictable, at, add)
+                for p in np.unique(prio):
+                    mask = prio == p
+                    np.add.at(self._by_prio[(q, int(p))], at[mask], add[mask])
             for q, (rows, vecs) in extras.items():
                 extra = self._whole_extra[q] = np.zeros_like(ssn.table.idle)
                 np.add.at(extra, np.array(rows), np.stack(vecs))
@@ -563,7 +580,7 @@ class Evictor:
         jobs of the preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out. None when
         there are none."""
         self._queue_index()
-        parts = [idx.evictable[rows] for (q, prio), idx in self._by_prio.items()
+        parts = [evictable[rows] for (q, prio), evictable in self._by_prio.items()
                  if q == pjob.queue and prio <= pjob.priority]
         if not parts:
             return None
@@ -711,16 +728,17 @@ class Evictor:
         units: list[Unit] = []
         for uid in sorted(by_job):
             job = ssn.jobs[uid]
-            pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
+            whole = ssn.victim_order(job)  # Bound and Running, in reverse task order: lowest priority first
+            mine = set(by_job[uid])  # (a subset of `whole`: candidates are Bound or Running)
+            pods = [t for t in whole if t in mine]
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
                 part = pods[:surplus]
                 units.append(Unit(job, part, False, vsum(ssn, part), Resources.sum(t.resreq for t in part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
-            whole = [t for t in job.tasks.values() if t.status in WHOLE_STATUSES]
             if whole and all(t.uid in voted and evictable(t) and t.node in ssn.nodes for t in whole):
                 here = [t for t in whole if ssn.nodes[t.node].index == row]
-                units.append(Unit(job, ssn.sorted_tasks(whole)[::-1], True, vsum(ssn, here),
+                units.append(Unit(job, list(whole), True, vsum(ssn, here),
                                   Resources.sum(t.resreq for t in whole if t.status in ALLOCATED)))
         return units
 
@@ -849,14 +867,17 @@ class Evictor:
             for t in u.pods:
                 r = ssn.nodes[t.node].index
                 freed[r] = freed.get(r, 0) + t.vec
+        # Per node freed (and passing the predicates), how many more copies of the task it holds: all nodes at once.
         served = 0
-        dims = vec > 0
-        for r, add in freed.items():
-            if not pred_mask[r]:
-                continue
-            before = int(np.min(np.maximum(fut[r][dims], 0) // vec[dims]))
-            after = int(np.min(np.maximum(fut[r][dims] + add[dims], 0) // vec[dims]))
-            served += max(after - before, 0)
+        rows = [r for r in freed if pred_mask[r]]
+        if rows:
+            dims = vec > 0
+            v = vec[dims]
+            have = fut[rows][:, dims]
+            add = np.stack([freed[r] for r in rows])[:, dims]
+            before = (np.maximum(have, 0) // v).min(axis=1)
+            after = (np.maximum(have + add, 0) // v).min(axis=1)
+            served = int(np.maximum(after - before, 0).sum())
         served = max(min(served, max(remaining, 1)), 1)
         maxprio = max(u.job.priority for u in chosen)
         return (maxprio, len({u.job.uid for u in chosen}) / served, pods / served,
@@ -948,7 +969,7 @@ def collect_preemptors(ssn: Session) -> list[JobInfo]:
             continue
         if not starving(ssn, job):
             continue
-        if not any(t.status is S.PENDING for t in job.tasks.values()):
+        if not job.count(_PENDING):
             continue
         out.append(job)
     return out

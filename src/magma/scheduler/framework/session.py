@@ -20,6 +20,7 @@ from .info import ALLOCATED, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
 S = TaskStatus
+_RUNNING = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole evicts (Volcano's PreemptableStatus)
 
 # Vote values for JobPipelined / JobEnqueueable, as Volcano's util.Permit / Abstain / Reject.
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -267,6 +268,25 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("preemptable", preemptor, candidates)
+
+    _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
+
+    def victim_order(self, job: JobInfo) -> list[TaskInfo]:
+        """The job's Bound and Running tasks in reverse TaskOrder (the order victims are taken in); callers must not
+        change the list. With fastpath.preempt_caches and a TaskOrder given by sort keys (functions of the tasks
+        alone), kept until a task of the job changes status (its `stats()` are renewed then)."""
+        from . import fastpath
+
+        if not fastpath.preempt_caches or self._task_order_key() is None:
+            return self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+        if self._victim_orders is None:
+            self._victim_orders = {}
+        st = job.stats()
+        got = self._victim_orders.get(job.uid)
+        if got is None or got[0] is not st:
+            tasks = self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+            got = self._victim_orders[job.uid] = (st, tasks)
+        return got[1]
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("reclaimable", reclaimer, candidates)

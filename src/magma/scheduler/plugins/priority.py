@@ -31,8 +31,11 @@ def task_order(a: TaskInfo, b: TaskInfo) -> int:
 task_order.key = lambda t: -t.priority  # type: ignore[attr-defined]  # the same order as a sort key (Session.sorted_tasks)
 
 
+_PIPELINED = frozenset({TaskStatus.PIPELINED})
+
+
 def starving(job: JobInfo) -> bool:
-    return job.count(READY) + job.count({TaskStatus.PIPELINED}) < len(job.tasks)
+    return job.count(READY) + job.count(_PIPELINED) < len(job.tasks)  # (frozensets: counted once per change)
 
 
 def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
