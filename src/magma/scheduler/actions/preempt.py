@@ -244,14 +244,17 @@ class Evictor:
         # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
         # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
         # puts back the state, and the version, from before its first operation (`began`). Node scores are kept
-        # per score key over all rows, with the node's state they were computed for (`Session.node_state`): a row
-        # an operation of this action touched is checked against that state (a discard often put it back).
+        # per score key and node state (`Session.node_state`: nodes in equal state score alike, as in allocate's
+        # shared groups): each row has the id of its state, renewed for the rows this action's operations touched.
         self.version = 0
         self._versions = 0
         self._starts: weakref.WeakKeyDictionary[Statement, int] = weakref.WeakKeyDictionary()
         self._figures_cache: tuple[int, dict] | None = None
-        self._score_cache: dict[tuple, list] = {}  # key -> [scores, valid, states, rows touched seen] over all rows
+        self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (score, known) by state id
+        self._state_ids: dict[bytes, int] = {}  # node state -> its id
+        self._row_state: np.ndarray | None = None  # per row, the id of its node state
         self._touched: list[int] = []  # rows touched by this action's operations, in order
+        self._refreshed = 0  # how many of them _row_state has seen
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
@@ -326,28 +329,38 @@ class Evictor:
             self._score_keys[task.uid] = key = None if key is None else (key, task.shape, task.resreq)
         if key is None:
             return ssn.node_scores(task, rows)
+        ids = self._node_state_ids()[rows]
+        n = len(self._state_ids)
         got = self._score_cache.get(key)
-        if got is None:
-            got = self._score_cache[key] = [ssn.node_scores(task, self.predicates.rows),
-                                            np.ones(len(ssn.node_list), dtype=bool),
-                                            ssn.node_state(self.predicates.rows), len(self._touched)]
-        scores, valid, states, seen = got
-        if seen < len(self._touched):
-            valid[self._touched[seen:]] = False
-            got[3] = len(self._touched)
-        stale = rows[~valid[rows]]
-        if len(stale):
-            now = ssn.node_state(stale)
-            if now.shape[1] != states.shape[1]:  # a plugin's row state changed shape: start again
-                del self._score_cache[key]
-                return self.node_scores(task, rows)
-            changed = ~(now == states[stale]).all(axis=1)
-            if changed.any():
-                again = stale[changed]
-                scores[again] = ssn.node_scores(task, again)
-                states[again] = now[changed]
-            valid[stale] = True
-        return scores[rows]
+        if got is None or len(got[0]) < n:
+            score, known = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool)
+            if got is not None:
+                score[:len(got[0])], known[:len(got[1])] = got
+            got = self._score_cache[key] = (score, known)
+        score, known = got
+        missing = ~known[ids]
+        if missing.any():
+            # one row per node state not scored yet
+            new, first = np.unique(ids[missing], return_index=True)
+            score[new] = ssn.node_scores(task, rows[missing][first])
+            known[new] = True
+        return score[ids]
+
+    def _node_state_ids(self) -> np.ndarray:
+        """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
+        if self._row_state is None:
+            self._row_state = self._state_id_of(self.predicates.rows)
+            self._refreshed = len(self._touched)
+        elif self._refreshed < len(self._touched):
+            rows = np.unique(np.array(self._touched[self._refreshed:], dtype=np.int64))
+            self._row_state[rows] = self._state_id_of(rows)
+            self._refreshed = len(self._touched)
+        return self._row_state
+
+    def _state_id_of(self, rows: np.ndarray) -> np.ndarray:
+        ids = self._state_ids
+        return np.fromiter((ids.setdefault(st.tobytes(), len(ids)) for st in self.ssn.node_state(rows)),
+                           dtype=np.int64, count=len(rows))
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
