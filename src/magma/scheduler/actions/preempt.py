@@ -213,7 +213,14 @@ class VictimIndex:
 
 
 class Evictor:
-    """The eviction engine shared by preempt (scopes "queue", "cross", "job") and reclaim (scope "cross")."""
+    """The eviction engine shared by preempt (scopes "queue", "cross", "job") and reclaim (scope "cross").
+
+    Speed (decisions unchanged, tests/property/test_preempt_fast_paths.py): victims are indexed once per action by
+    queue and by (queue, job priority) with their summed requests per node row, kept current as evictions happen;
+    a preemptor task's nodes are narrowed with those sums to the ones where a plan can exist before any plan is
+    built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
+    above their deserved share); node scores are kept per node state and the share plugin's figures per version of
+    the session (fastpath.preempt_caches)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
@@ -741,9 +748,8 @@ class Evictor:
         units: list[Unit] = []
         for uid in sorted(by_job):
             job = ssn.jobs[uid]
-            whole = ssn.victim_order(job)  # Bound and Running, in reverse task order: lowest priority first
-            mine = set(by_job[uid])  # (a subset of `whole`: candidates are Bound or Running)
-            pods = [t for t in whole if t in mine]
+            pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
+            whole = ssn.victim_order(job)  # every Bound and Running task, in the same order
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
                 part = pods[:surplus]
