@@ -16,6 +16,7 @@ import numpy as np
 
 from magma.api.resources import Resources
 
+from . import fastpath
 from .info import ALLOCATED, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
@@ -275,8 +276,6 @@ class Session:
         """The job's Bound and Running tasks in reverse TaskOrder (the order victims are taken in); callers must not
         change the list. With fastpath.preempt_caches and a TaskOrder given by sort keys (functions of the tasks
         alone), kept until a task of the job changes status (its `stats()` are renewed then)."""
-        from . import fastpath
-
         if not fastpath.preempt_caches or self._task_order_key() is None:
             return self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
         if self._victim_orders is None:
