@@ -532,10 +532,22 @@ class Evictor:
         workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
+        floor = self.min_priority(idx)[rows]
+        known: dict[int, Plan | None] = {}  # plans already made, by row (the session does not change in the loop)
+        if fastpath.preempt_pruning:
+            # Is there a plan on any node? Looked for in an order that needs no scores: without one, the loop below
+            # would visit every workable node and find none, in any order, so the task fails unscored.
+            for i in np.lexsort((rows, floor, ~free)):
+                if workable is None or workable[i]:
+                    row = int(rows[i])
+                    known[row] = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
+                    if known[row] is not None:
+                        break
+            else:
+                return False
         scores = self.node_scores(task, rows)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
         # cost's first key), then by score, then by row.
-        floor = self.min_priority(idx)[rows]
         order = np.lexsort((rows, -scores, floor, ~free))
         best_per_task = 1.0 / max(remaining, 1)  # no plan costs less than this many jobs (or pods) per task served
         plans: list[Plan] = []
@@ -549,7 +561,8 @@ class Evictor:
                 break  # the nodes left need victims at least as important, and none has been cheaper lately
             if workable is not None and not workable[i]:
                 continue  # plan_on_node would say None (it changes nothing else: `stale` counts plans only)
-            plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
+            plan = (known[row] if row in known
+                    else self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining))
             if plan is None:
                 continue
             plan.score = float(scores[i])

@@ -16,7 +16,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   victims a plan could use might free there (scope "queue": jobs of the preemptor's queue of its priority or
   lower, its own job left out; scope "cross": queues the victim-set constraints do not refuse outright, e.g. a
   queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
-  plan changes nothing in the search; when none is left, the task fails before its nodes are scored.
+  plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
+  left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
+  search): when none does, the task fails unscored, as the search would have found nothing in any order.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
   from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
   version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
