@@ -179,7 +179,15 @@ class Unit:
     pods: list[TaskInfo]
     whole: bool
     frees_row: np.ndarray  # resources freed on the node being planned
-    evicted: Resources  # resources the victim's queue loses
+    _evicted: Resources | None = None
+
+    @property
+    def evicted(self) -> Resources:
+        """Resources the victim's queue loses (summed when first asked: only the queue constraints ask)."""
+        if self._evicted is None:
+            pods = [t for t in self.pods if t.status in ALLOCATED] if self.whole else self.pods
+            self._evicted = Resources.sum(t.resreq for t in pods)
+        return self._evicted
 
 
 @dataclass
@@ -766,12 +774,11 @@ class Evictor:
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
                 part = pods[:surplus]
-                units.append(Unit(job, part, False, vsum(ssn, part), Resources.sum(t.resreq for t in part)))
+                units.append(Unit(job, part, False, vsum(ssn, part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
             if whole and all(t.uid in voted and evictable(t) and t.node in ssn.nodes for t in whole):
                 here = [t for t in whole if ssn.nodes[t.node].index == row]
-                units.append(Unit(job, list(whole), True, vsum(ssn, here),
-                                  Resources.sum(t.resreq for t in whole if t.status in ALLOCATED)))
+                units.append(Unit(job, list(whole), True, vsum(ssn, here)))
         return units
 
     def _choose(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, units: list[Unit], need: np.ndarray,
@@ -835,7 +842,7 @@ class Evictor:
                 total = total - pods[-1].vec
                 frees = frees - pods[-1].vec
                 pods.pop()
-            out.append(Unit(u.job, pods, False, frees, Resources.sum(t.resreq for t in pods)))
+            out.append(Unit(u.job, pods, False, frees))
         return out
 
     def _greedy(self, pool: list[Unit], need: np.ndarray) -> list[Unit] | None:
@@ -892,27 +899,28 @@ class Evictor:
         if not chosen:
             return ZERO_COST
         vec = task.vec
-        freed: dict[int, np.ndarray] = {}
-        pods = 0
-        for u in chosen:
-            pods += len(u.pods)
-            for t in u.pods:
-                r = ssn.nodes[t.node].index
-                freed[r] = freed.get(r, 0) + t.vec
-        # Per node freed (and passing the predicates), how many more copies of the task it holds: all nodes at once.
+        nodes = ssn.nodes
+        pods = [t for u in chosen for t in u.pods]
+        # What the units free per node (and passing the predicates), and how many more copies of the task each such
+        # node then holds: all nodes at once.
+        at = np.fromiter((nodes[t.node].index for t in pods), dtype=np.int64, count=len(pods))
+        rows, where = np.unique(at, return_inverse=True)
+        freed = np.zeros((len(rows), len(vec)), dtype=np.int64)
+        if pods:
+            np.add.at(freed, where, np.stack([t.vec for t in pods]))
+        keep = pred_mask[rows]
         served = 0
-        rows = [r for r in freed if pred_mask[r]]
-        if rows:
+        if keep.any():
             dims = vec > 0
             v = vec[dims]
-            have = fut[rows][:, dims]
-            add = np.stack([freed[r] for r in rows])[:, dims]
+            have = fut[rows[keep]][:, dims]
+            add = freed[keep][:, dims]
             before = (np.maximum(have, 0) // v).min(axis=1)
             after = (np.maximum(have + add, 0) // v).min(axis=1)
             served = int(np.maximum(after - before, 0).sum())
         served = max(min(served, max(remaining, 1)), 1)
         maxprio = max(u.job.priority for u in chosen)
-        return (maxprio, len({u.job.uid for u in chosen}) / served, pods / served,
+        return (maxprio, len({u.job.uid for u in chosen}) / served, len(pods) / served,
                 sum(u.job.priority for u in chosen))
 
     def _plan_within_job(self, task: TaskInfo, row: int, on_row: list[TaskInfo], need: np.ndarray) -> Plan | None:
@@ -928,7 +936,7 @@ class Evictor:
         if not chosen or not (total >= need).all():
             return None
         job = ssn.jobs[task.job]
-        unit = Unit(job, chosen, False, total, Resources.sum(t.resreq for t in chosen))
+        unit = Unit(job, chosen, False, total)
         return Plan(row, [unit], (job.priority, 0.0, float(len(chosen)), 0))
 
     # ------------------------------------------------------------ applying a plan
