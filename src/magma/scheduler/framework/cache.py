@@ -128,8 +128,20 @@ class SnapshotCache:
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
+        self.ingest(cluster, state)
+        view = self._view(state)
+        if self.verify:
+            check_same(view, snap_mod.build(state, self.names))
+        return view
+
+    def ingest(self, cluster: Any, state: ClusterState) -> None:
+        """Bring the records up to date with the cluster: what Volcano's informer handlers do as objects arrive,
+        outside any session. The scheduler calls it before a session (`Scheduler.ingest`, the simulator and the
+        benchmarks may call it earlier, as objects arrive); the session then takes only what arrived since."""
         self.restore()
         self._cluster = cluster
+        if self.snap is not None and self.version == cluster.version:
+            return  # nothing written since
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
         if changes is not None:
@@ -140,10 +152,6 @@ class SnapshotCache:
         if not done:
             self._full(state)
         self.version = cluster.version
-        view = self._view(state)
-        if self.verify:
-            check_same(view, snap_mod.build(state, self.names))
-        return view
 
     def opened(self, session: Any) -> None:
         self._last = session
