@@ -170,6 +170,18 @@ def scenario(seed: int, n_nodes: int, n_jobs: int) -> Scenario:
 def run(seed: int, n_nodes: int, n_jobs: int, fast: bool) -> tuple:
     sim = Simulation(scenario(seed, n_nodes, n_jobs), period=1.0, until=600)
     ctx = contextlib.nullcontext() if fast else fastpath.disabled()
+    if fast:
+        # The scheduler's cache takes changes in outside the session (`Scheduler.ingest`, as objects arrive):
+        # before some sessions, once or twice, so that sessions see what was ingested earlier and what not.
+        rng = random.Random(seed)
+        run_once = sim.scheduler.run_once
+
+        def ingest_then_run():
+            for _ in range(rng.choice([0, 1, 2])):
+                sim.scheduler.ingest()
+            return run_once()
+
+        sim.scheduler.run_once = ingest_then_run
     SnapshotCache.verify = fast
     try:
         with ctx:
@@ -195,7 +207,7 @@ def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:
     sc = scenario(seed, n_nodes, n_jobs)
     objs = sc.initial + [a.obj for a in sc.arrivals]
     cluster = MemoryCluster(objs, clock=lambda: 100.0)
-    ctx = contextlib.nullcontext() if shared else fastpath.disabled("shared_groups")
+    ctx = contextlib.nullcontext() if shared else fastpath.disabled("shared_groups", "backfill_groups")
     with ctx:
         r = Scheduler(cluster, _config()).run_once()
     return r.binds, r.evictions, sorted(r.phases.items()), sorted(r.reasons.items())

@@ -287,6 +287,25 @@ class Candidates:
         return self.failed_summary
 
 
+def state_scores(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    """Scores of `rows` for a task with a `node_scores_key`, computed once per distinct node state (`memo`: node
+    state -> score, for tasks of one key): a node that fills up to the state of another node (equal free
+    capacity, equal requests) scores what that node scored."""
+    states = np.ascontiguousarray(ssn.node_state(rows))
+    raw, width = states.tobytes(), states.shape[1] * states.itemsize
+    keys = [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * len(rows)
+    miss = [i for i, k in enumerate(keys) if k not in memo]
+    if miss:
+        # one row per distinct missing state
+        first: dict[bytes, int] = {}
+        for i in miss:
+            first.setdefault(keys[i], i)
+        idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
+            memo[k] = sc
+    return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+
+
 class SharedGroup:
     """The fast path of `Candidates` (fastpath.shared_groups): one group of identical tasks for the whole action.
 
@@ -319,22 +338,7 @@ class SharedGroup:
             heapq.heapify(h)
 
     def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        """Scores of `rows`, computed once per distinct node state: a node that fills up to the state of
-        another node (equal free capacity, equal requests) scores what that node scored."""
-        ssn = self.alloc.ssn
-        states = ssn.node_state(rows)
-        keys = [st.tobytes() for st in states]
-        memo = self.memo
-        miss = [i for i, k in enumerate(keys) if k not in memo]
-        if miss:
-            # one row per distinct missing state
-            first: dict[bytes, int] = {}
-            for i in miss:
-                first.setdefault(keys[i], i)
-            idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-            for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
-                memo[k] = sc
-        return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+        return state_scores(self.alloc.ssn, self.memo, task, rows)
 
     def _push(self, task: TaskInfo, rows: np.ndarray, heap_push: bool = False) -> None:
         if not len(rows):

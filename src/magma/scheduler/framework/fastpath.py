@@ -8,6 +8,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   feasibility masks and a heap of node scores for the whole action, not only for one job's turn; after each
   placement only the rows that changed are re-checked and re-scored. Used when every score function scores a
   node from that node's own state (`Session.node_scores_key`), without node sampling or reservations.
+- `backfill_groups` (backfill): the same for backfill's BestEffort tasks: tasks with equal predicate inputs,
+  request and score inputs keep the rows that pass and fit Idle with their scores in a heap for the whole
+  action, re-checking and re-scoring only the rows placed on since; off for the rest of the action once a
+  placement-sensitive pod is placed.
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
@@ -19,9 +23,10 @@ from contextlib import contextmanager
 from typing import Iterator
 
 shared_groups = True
+backfill_groups = True
 incremental_snapshot = True
 
-_NAMES = ("shared_groups", "incremental_snapshot")
+_NAMES = ("shared_groups", "backfill_groups", "incremental_snapshot")
 
 
 @contextmanager
