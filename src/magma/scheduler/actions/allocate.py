@@ -68,10 +68,11 @@ T = TypeVar("T")
 class OrderedHeap(Generic[T]):
     """Volcano's util.PriorityQueue: a binary heap whose comparison function is evaluated at push and pop time
     (so an item pushed back is placed by the plugins' current view, as in Volcano). Equal items pop in
-    insertion order."""
+    insertion order. With `key` (a sort key giving the same order, e.g. Session.job_order_key) the order is taken
+    at push time: only for items whose order cannot change while they are in the heap."""
 
-    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()):
-        self._key = functools.cmp_to_key(cmp)
+    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], Any] | None = None):
+        self._key = key or functools.cmp_to_key(cmp)
         self._heap: list[tuple[Any, int, T]] = []
         self._n = 0
         for it in items:
@@ -562,7 +563,7 @@ class Allocator:
             if not tasks:
                 continue
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp)
+                jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
             self.tasks[job.uid] = deque(ssn.sorted_tasks(tasks))

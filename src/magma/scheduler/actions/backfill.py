@@ -48,7 +48,7 @@ def _pick_tasks(ssn: Session) -> list[TaskInfo]:
             continue
         tasks[job.uid] = ssn.sorted_tasks(mine)
         if queue.name not in jobs:
-            jobs[queue.name] = OrderedHeap(ssn.job_order_cmp)
+            jobs[queue.name] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
             queues.push(queue)
         jobs[queue.name].push(job)
     out: list[TaskInfo] = []

@@ -57,7 +57,9 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             seen.add(queue.name)
             queues.push(queue)
         if job.is_pending():
-            pending.setdefault(queue.name, OrderedHeap(ssn.job_order_cmp)).push(job)
+            if queue.name not in pending:
+                pending[queue.name] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
+            pending[queue.name].push(job)
 
     while queues:
         queue = queues.pop()

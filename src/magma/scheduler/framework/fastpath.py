@@ -12,6 +12,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   request and score inputs keep the rows that pass and fit Idle with their scores in a heap for the whole
   action, re-checking and re-scoring only the rows placed on since; off for the rest of the action once a
   placement-sensitive pod is placed.
+- `job_order_key` (enqueue, allocate, backfill): when every JobOrder function says which key it compares
+  (`Session.job_order_key`), the job heaps order jobs by that key taken at push time instead of calling the
+  plugins' comparison functions at every comparison; a job's JobOrder figures do not change while it waits in
+  these heaps.
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
@@ -24,9 +28,10 @@ from typing import Iterator
 
 shared_groups = True
 backfill_groups = True
+job_order_key = True
 incremental_snapshot = True
 
-_NAMES = ("shared_groups", "backfill_groups", "incremental_snapshot")
+_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "incremental_snapshot")
 
 
 @contextmanager

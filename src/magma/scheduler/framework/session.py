@@ -114,6 +114,8 @@ class Session:
         self._enabled_cache.pop(point, None)
         if point == "task_order":
             self._enabled_cache.pop("task_order_key", None)
+        if point == "job_order":
+            self._enabled_cache.pop("job_order_key", None)
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
 
@@ -145,6 +147,32 @@ class Session:
         if c:
             return c
         return (a.creation > b.creation) - (a.creation < b.creation) or (a.uid > b.uid) - (a.uid < b.uid)
+
+    def job_order_key(self):
+        """A sort key giving exactly JobOrder's order (`job_order_cmp`) when every enabled job-order function says
+        which key it compares (fn(a, b) orders as key(a) < key(b): an attribute `key` on the function, or a method
+        `job_order_key(job)` on its plugin), and fastpath.job_order_key is on; None otherwise.
+
+        A key is taken when a job is pushed on an OrderedHeap, where the comparison function would be asked at
+        every comparison: the two agree while the jobs in the heap keep their figures, which holds in enqueue,
+        allocate and backfill (a job's JobOrder figures - priority, gang readiness, drf share - change only with
+        its own tasks, placed while it is popped)."""
+        from . import fastpath
+
+        if not fastpath.job_order_key:
+            return None
+        got = self._enabled_cache.get("job_order_key")
+        if got is None:
+            keys = [getattr(fn, "key", None) or getattr(getattr(fn, "__self__", None), "job_order_key", None)
+                    for tier in self._enabled("job_order") for _, fn in tier]
+            if any(k is None for k in keys):
+                got = (None,)
+            else:
+                def key(j: JobInfo, keys=tuple(keys)) -> tuple:
+                    return (*(k(j) for k in keys), j.creation, j.uid)
+                got = (key,)
+            self._enabled_cache["job_order_key"] = got
+        return got[0]
 
     def queue_order_cmp(self, a: QueueInfo, b: QueueInfo) -> int:
         c = self._compare("queue_order", a, b)

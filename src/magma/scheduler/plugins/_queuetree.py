@@ -120,10 +120,11 @@ def amount(name: str, value: int) -> str:
 def share(allocated: Resources, base: Resources) -> float:
     """max over the dimensions of `base` of allocated/base (Volcano's helpers.Share per dimension)."""
     best = 0.0
+    have = allocated._v.get if isinstance(allocated, Resources) else allocated.get
     for k, b in base.items():
         if b <= 0:
             continue
-        s = allocated[k] / b
+        s = have(k, 0) / b
         if s > best:
             best = s
     return best

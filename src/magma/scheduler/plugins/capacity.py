@@ -366,6 +366,13 @@ class CapacityPlugin:
         return {n: at.report() for n, at in self.attrs.items()
                 if not (n == ROOT and self.tree.virtual_root)}
 
+    def report_of(self, name: str) -> dict[str, Any] | None:
+        """`report()`'s entry for one queue (None when it has none): reasons ask for a few queues at a time."""
+        at = self.attrs.get(name)
+        if at is None or (name == ROOT and self.tree.virtual_root):
+            return None
+        return at.report()
+
     def on_session_close(self, ssn: Session) -> None:
         shares = getattr(ssn, "queue_shares", None)
         if not isinstance(shares, dict):

@@ -226,6 +226,10 @@ class DrfPlugin:
         sa, sb = self.shares.get(a.uid, 0.0), self.shares.get(b.uid, 0.0)
         return (sa > sb) - (sa < sb)
 
+    def job_order_key(self, job: JobInfo) -> float:
+        """`job_order` as a sort key (Session.job_order_key)."""
+        return self.shares.get(job.uid, 0.0)
+
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
