@@ -326,6 +326,7 @@ class SharedGroup:
         self.generation = alloc.predicates.generation
         self.pred = alloc.predicates.get(task)
         self.vec = task.vec
+        self.vec_list = task.vec.tolist()
         self.version = len(alloc.log)
         self.fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
         self.fit_idle = self.fit_future & table.fits(self.vec, table.idle)
@@ -360,8 +361,43 @@ class SharedGroup:
         log = self.alloc.log
         if self.version == len(log):
             return
-        rows = np.unique(np.asarray(log[self.version:], dtype=np.int64))
+        changed = set(log[self.version:])
         self.version = len(log)
+        if len(changed) <= 4:
+            self._refresh_rows(task, sorted(changed))
+        else:
+            self._refresh_array(task, np.fromiter(sorted(changed), dtype=np.int64, count=len(changed)))
+        stamp = self.stamp
+        for h in self.heaps:
+            if len(h) > 64 and len(h) > 4 * len(self.score):
+                h[:] = [e for e in h if e[2] == stamp[e[1]]]
+                heapq.heapify(h)
+
+    def _refresh_rows(self, task: TaskInfo, rows: list[int]) -> None:
+        """`_refresh_array` for a few rows (a placement changes one), in plain ints: numpy's fixed cost per call
+        would dominate."""
+        ssn = self.alloc.ssn
+        table = ssn.table
+        idle, releasing, pipelined = table.idle, table.releasing, table.pipelined
+        vec = self.vec_list
+        mask, stamp, memo, heaps = self.pred.mask, self.stamp, self.memo, self.heaps
+        for r in rows:
+            stamp[r] += 1
+            free = idle[r].tolist()
+            fits_future = bool(mask[r]) and all(
+                i + rel - pip >= v for i, rel, pip, v in zip(free, releasing[r].tolist(), pipelined[r].tolist(), vec))
+            fits_idle = fits_future and all(i >= v for i, v in zip(free, vec))
+            self.fit_future[r] = fits_future
+            self.fit_idle[r] = fits_idle
+            if fits_future:
+                key = ssn.node_state_key(r)
+                sc = memo.get(key)
+                if sc is None:
+                    sc = memo[key] = ssn.node_scores(task, np.array([r], dtype=np.int64)).tolist()[0]
+                self.score[r] = sc
+                heapq.heappush(heaps[fits_idle], (-sc, r, stamp[r]))
+
+    def _refresh_array(self, task: TaskInfo, rows: np.ndarray) -> None:
         table = self.alloc.ssn.table
         vec = self.vec
         fut = table.idle[rows] + table.releasing[rows] - table.pipelined[rows]
@@ -371,10 +407,6 @@ class SharedGroup:
         for r in rows.tolist():
             stamp[r] += 1
         self._push(task, rows[self.fit_future[rows]], heap_push=True)
-        for h in self.heaps:
-            if len(h) > 64 and len(h) > 4 * len(self.score):
-                h[:] = [e for e in h if e[2] == stamp[e[1]]]
-                heapq.heapify(h)
 
     def best(self, task: TaskInfo) -> tuple[int, bool] | None:
         self.refresh(task)

@@ -118,6 +118,7 @@ class Session:
             self._enabled_cache.pop("job_order_key", None)
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
+            self._enabled_cache.pop("row_state", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -367,7 +368,8 @@ class Session:
     def node_state(self, rows: np.ndarray) -> np.ndarray:
         """Per row, everything a score with a `node_scores_key` reads from the node: its NodeTable row (allocatable,
         used, idle, releasing, pipelined) and what each score plugin keeps per node besides (`row_state(rows)`,
-        e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys."""
+        e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys. `rows` is
+        an index array; `row_state` is also given a slice of one row (`node_state_key`)."""
         t = self.table
         parts = [t.alloc[rows], t.used[rows], t.idle[rows], t.releasing[rows], t.pipelined[rows]]
         for fn in self.node_order_fns():
@@ -375,6 +377,21 @@ class Session:
             if row_state is not None:
                 parts.append(np.asarray(row_state(rows), dtype=np.int64).reshape(len(rows), -1))
         return np.concatenate(parts, axis=1)
+
+    def node_state_key(self, row: int) -> bytes:
+        """`node_state` of one row as bytes (`node_state(rows)[i].tobytes()` for that row), by plain row views: a
+        placement changes one row, and allocate's groups key their scores by it."""
+        t = self.table
+        parts = [t.alloc[row].tobytes(), t.used[row].tobytes(), t.idle[row].tobytes(), t.releasing[row].tobytes(),
+                 t.pipelined[row].tobytes()]
+        got = self._enabled_cache.get("row_state")
+        if got is None:
+            got = self._enabled_cache["row_state"] = [
+                rs for fn in self.node_order_fns()
+                if (rs := getattr(getattr(fn, "__self__", None), "row_state", None)) is not None]
+        for row_state in got:
+            parts.append(np.asarray(row_state(slice(row, row + 1)), dtype=np.int64).tobytes())
+        return b"".join(parts)
 
     # ---------------------------------------------------------------- placement (changes session state now)
     def _on_allocate(self, task: TaskInfo) -> None:

@@ -500,6 +500,9 @@ class NodeIndex:
         nz = self._nonzero
         if rows is not None:
             req, nz = req[rows], nz[rows]
+        ci, mi = t.col.get(CPU), t.col.get(MEMORY)
+        if ci is not None and mi is not None:
+            return req[:, [ci, mi]] + nz
         n = len(req)
         return np.stack([req[:, t.col[CPU]] if CPU in t.col else np.zeros(n, np.int64),
                          req[:, t.col[MEMORY]] if MEMORY in t.col else np.zeros(n, np.int64)],
