@@ -21,6 +21,7 @@ import json
 import random
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ from magma.api.objects import SIM_DURATION, Node, Object, Pod, PodGroup, Priorit
 from magma.cluster.memory import MemoryCluster
 from magma.scheduler.framework import fastpath
 from magma.scheduler.framework.cache import SnapshotCache
+from magma.scheduler.framework.info import TaskStatus
 from magma.scheduler.scheduler import Scheduler
 from magma.sim.result import build_result
 from magma.sim.runner import Simulation
@@ -217,3 +219,35 @@ def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 40), n_jobs=st.integers(1, 60))
 def test_allocate_shared_groups_place_the_same(seed, n_nodes, n_jobs):
     assert one_session(seed, n_nodes, n_jobs, shared=False) == one_session(seed, n_nodes, n_jobs, shared=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 20), n_jobs=st.integers(1, 40))
+def test_keys_agree_with_what_they_stand_for(seed, n_nodes, n_jobs):
+    """`Session.job_order_key` orders jobs as `job_order_cmp` does, and `Session.node_state_key(row)` is the row of
+    `Session.node_state` as bytes, before and after some placements."""
+    sc = scenario(seed, n_nodes, n_jobs)
+    cluster = MemoryCluster(sc.initial + [a.obj for a in sc.arrivals], clock=lambda: 100.0)
+    scheduler = Scheduler(cluster, _config())
+    scheduler.ingest()
+    ssn = scheduler.open_session()
+    rng = random.Random(seed)
+
+    def check() -> None:
+        key = ssn.job_order_key()
+        assert key is not None
+        jobs = list(ssn.jobs.values())
+        for a in jobs:
+            for b in rng.sample(jobs, min(len(jobs), 8)):
+                c = ssn.job_order_cmp(a, b)
+                assert (c < 0) == (key(a) < key(b)) and (c > 0) == (key(a) > key(b))
+        rows = np.arange(len(ssn.node_list), dtype=np.int64)
+        states = ssn.node_state(rows)
+        for r in rows.tolist():
+            assert ssn.node_state_key(r) == states[r].tobytes()
+
+    check()
+    pending = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.status is TaskStatus.PENDING]
+    for t in rng.sample(pending, min(len(pending), 5)):
+        ssn.allocate(t, rng.choice(ssn.node_list))
+    check()

@@ -478,9 +478,12 @@ class Session:
                 self.record_event("Warning", "FailedScheduling", "Pod", task.key, f"bind to {node} failed: {e}")
                 return
         self._touch(task)
-        self.table.remove_task(self.nodes[task.node].index, task)
-        task.status = S.BINDING
-        self.table.add_task(self.nodes[task.node].index, task)
+        if task.status in (S.RELEASING, S.PIPELINED):
+            self.table.remove_task(self.nodes[task.node].index, task)
+            task.status = S.BINDING
+            self.table.add_task(self.nodes[task.node].index, task)
+        else:
+            task.status = S.BINDING  # Allocated and Binding hold a node alike: the table stays as it is
         self.binds.append((task.key, task.node))
 
     def commit_evict(self, task: TaskInfo, reason: str) -> None:

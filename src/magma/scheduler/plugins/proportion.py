@@ -183,9 +183,17 @@ class ProportionPlugin:
         job = self.ssn.jobs.get(task.job)
         if job is None or job.queue not in self.attrs:
             return
-        req = task.resreq
+        changes = [(k, q if sign > 0 else -q) for k, q in task.resreq.items()]
         for at in self._path(job.queue):
-            at.allocated = at.allocated + req if sign > 0 else at.allocated - req
+            # at.allocated +/- the request, in plain ints (as Resources arithmetic gives it: zeros dropped)
+            v = dict(at.allocated.items())
+            for k, q in changes:
+                n = v.get(k, 0) + q
+                if n:
+                    v[k] = n
+                else:
+                    v.pop(k, None)
+            at.allocated = Resources._of(v)
             at.update_share()
 
     def _on_allocate(self, task: TaskInfo) -> None:
