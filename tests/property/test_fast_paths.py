@@ -4,8 +4,11 @@ Random small clusters and workloads run through the simulator (controller-less: 
 for a while, finish, get deleted) twice: with every fast path off (`fastpath.disabled()`: a full snapshot every
 session, per-job candidate arrays in allocate) and with them on, the kept snapshot checked record by record
 against a full build at every session (`SnapshotCache.verify`). Binds, evictions, PodGroup phases, reasons and
-events must be the same, session by session. A second test runs single sessions on bigger random clusters with
-only allocate's shared groups switched.
+events must be the same, session by session; in the fast run the scheduler also ingests the cluster's changes
+outside the session (`Scheduler.ingest`) zero, one or two times before a session. A second test runs single
+sessions on bigger random clusters with only the shared groups of allocate and backfill switched. A third
+checks the keys the fast paths stand on: `Session.job_order_key` orders as `job_order_cmp`, and
+`Session.node_state_key` is `Session.node_state`'s row, before and after placements.
 
 The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
 (predicate keys), preferred node affinity (scores normalised over the candidates: no shared group), required

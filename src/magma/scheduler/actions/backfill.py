@@ -27,7 +27,7 @@ _WAITING = frozenset({S.PENDING, S.PIPELINED})
 
 
 def _pick_tasks(ssn: Session) -> list[TaskInfo]:
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
     jobs: dict[str, OrderedHeap[JobInfo]] = {}
     tasks: dict[str, list[TaskInfo]] = {}
     for job in sorted_by_uid(ssn.jobs.values()):

@@ -46,7 +46,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     work: RunningWork | None = None
     plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
 
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
     seen: set[str] = set()
     pending: dict[str, OrderedHeap[JobInfo]] = {}
     for job in sorted_by_uid(ssn.jobs.values()):

@@ -16,6 +16,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (`Session.job_order_key`), the job heaps order jobs by that key taken at push time instead of calling the
   plugins' comparison functions at every comparison; a job's JobOrder figures do not change while it waits in
   these heaps.
+- `queue_order_memo` (enqueue, backfill): the queue heap keeps each pair's QueueOrder answer until the next
+  allocate or deallocate event, when every queue-order function's plugin says its order follows those events
+  alone (`Session.queue_order_cmp_memo`).
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
@@ -29,9 +32,10 @@ from typing import Iterator
 shared_groups = True
 backfill_groups = True
 job_order_key = True
+queue_order_memo = True
 incremental_snapshot = True
 
-_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "incremental_snapshot")
+_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "incremental_snapshot")
 
 
 @contextmanager

@@ -81,6 +81,10 @@ def capacity_share(at: QueueAttr) -> float:
 
 @plugin(NAME)
 class CapacityPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}

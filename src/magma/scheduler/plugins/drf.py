@@ -174,6 +174,10 @@ def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
 
 @plugin(NAME)
 class DrfPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.allocated: dict[str, Resources] = {}

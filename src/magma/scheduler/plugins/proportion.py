@@ -146,6 +146,10 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
 
 @plugin(NAME)
 class ProportionPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}
