@@ -139,9 +139,7 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
     placed = job.count(READY - {S.ALLOCATED}) + job.count({S.PIPELINED})
     missing = job.min_available - placed
     waiting = ssn.sorted_tasks([t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)])
-    need = Resources()
-    for t in waiting[:max(missing, 0)]:
-        need = need + t.resreq
+    need = Resources.sum(t.resreq for t in waiting[:max(missing, 0)])
     if task is not None and need.is_empty():
         need = task.resreq
     return Resources({k: v for k, v in need.items() if k != PODS})
