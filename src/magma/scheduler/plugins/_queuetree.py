@@ -133,10 +133,11 @@ def share(allocated: Resources, base: Resources) -> float:
 def dominant_share(allocated: Resources, total: Resources) -> tuple[str, float]:
     """DRF's dominant resource and share of `allocated` against the cluster `total`."""
     best, name = 0.0, ""
+    have = allocated._v.get if isinstance(allocated, Resources) else allocated.get
     for k, t in total.items():
         if t <= 0:
             continue
-        a = allocated[k]
+        a = have(k, 0)
         s = a / t if t else (0.0 if a == 0 else 1.0)
         if s > best:
             best, name = s, k

@@ -213,16 +213,35 @@ class DrfPlugin:
             ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.hdrf_victims(actor, cands), False))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
+    # The sum of all jobs' allocations, read by hierarchical DRF only: events add to a plain dict of ints, folded
+    # into the Resources when it is read.
+    @property
+    def total_allocated(self) -> Resources:
+        delta = self._total_delta
+        if delta:
+            self._total = self._total + Resources(delta)
+            self._total_delta = {}
+        return self._total
+
+    @total_allocated.setter
+    def total_allocated(self, value: Resources) -> None:
+        self._total = value
+        self._total_delta: dict[str, int] = {}
+
     def _on_allocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] + task.resreq)
-            self.total_allocated = self.total_allocated + task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) + q
             self._tree = None
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] - task.resreq)
-            self.total_allocated = self.total_allocated - task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) - q
             self._tree = None
 
     # -- extension functions
