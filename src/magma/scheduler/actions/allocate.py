@@ -542,7 +542,6 @@ class Allocator:
         # Shared groups (fastpath.shared_groups): every row whose resources changed in this action, in order.
         self.log: list[int] = []
         self.shared: dict[tuple, SharedGroup] = {}
-        self._group_keys: dict[tuple, tuple[int, tuple | None]] = {}  # (shape, request, width) -> (generation, key)
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
 
@@ -550,32 +549,17 @@ class Allocator:
         """The node candidates of `task`'s group for this job's turn: the action-wide shared group when the
         fast path applies to it, else the turn's own `Candidates`."""
         if self.share and not self.sensitive:
-            key = self._group_key(task)
-            if key is not None:
+            score_key = self.ssn.node_scores_key(task)
+            if score_key is not None:
+                # Pods differing only in labels (a job name, say) pass the same nodes when no placed pod's
+                # anti-affinity looks at labels: the predicate key then stands for the shape.
+                key = (self.ssn.predicate_key(task) or task.shape, task.resreq, len(task.vec), score_key)
                 group = self.shared.get(key)
                 if group is None or group.generation != self.predicates.generation:
                     group = self.shared[key] = SharedGroup(self, task)
                 # A job some reservation holds against skips the rows held from it (reservation plugin).
                 return _Turn(group) if self.reserved(task) is None else _HeldTurn(group, self)
         return Candidates(self, task)
-
-    def _group_key(self, task: TaskInfo) -> tuple | None:
-        """The shared group's key of `task` (None: no shared group). Pods differing only in labels (a job name, say)
-        pass the same nodes when no placed pod's anti-affinity looks at labels: the predicate key then stands for
-        the shape. The score and predicate keys are functions of the pod (its shape), its request and the
-        inter-pod terms of placed pods, which change only when a placement-sensitive pod is placed (that bumps
-        the predicate cache's generation): so they are asked once per shape and request and generation."""
-        lookup = (task.shape, task.resreq, len(task.vec)) if task.shape else None
-        got = self._group_keys.get(lookup) if lookup is not None else None
-        generation = self.predicates.generation
-        if got is not None and got[0] == generation:
-            return got[1]
-        score_key = self.ssn.node_scores_key(task)
-        key = None if score_key is None else (
-            self.ssn.predicate_key(task) or task.shape, task.resreq, len(task.vec), score_key)
-        if lookup is not None:
-            self._group_keys[lookup] = (generation, key)
-        return key
 
     def _logged(self, stmt: Statement) -> None:
         """Log the rows of a statement's placements (before a commit or discard changes them)."""
