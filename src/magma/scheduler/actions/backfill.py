@@ -14,9 +14,9 @@ Volcano's, for BestEffort pods, which take no reserved resources (only a pod slo
 
 from __future__ import annotations
 
-import numpy as np
-
 import heapq
+
+import numpy as np
 
 from ..framework import JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
 from .. import reasons
