@@ -15,7 +15,7 @@ import numpy as np
 
 from magma.api.resources import PODS, Resources
 
-from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus
+from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus, fastpath
 
 S = TaskStatus
 
@@ -148,7 +148,26 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
 def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     """`queue team-cv: deserved 96 nvidia.com/gpu, allocated 96, job needs 16 more` for the first queue on the way
     up whose deserved (else real capability) the job's need exceeds; without published figures the numbers of
-    the queue are left out."""
+    the queue are left out.
+
+    The figures it reads (deserved, real capability, allocated) change only with allocate and deallocate events:
+    with fastpath.queue_bound_memo the reason is kept per queue and need until the next event (a queue that
+    refuses many jobs alike, in one allocate action)."""
+    if not fastpath.queue_bound_memo:
+        return _queue_bound_reason(ssn, queue_name, need)
+    published = bool(getattr(ssn, "queue_shares", None))
+    events = getattr(ssn, "placement_events", None)
+    memo = ssn.__dict__.get("_queue_bound_memo")
+    if memo is None or memo[0] != (events, published):
+        memo = ssn.__dict__["_queue_bound_memo"] = ((events, published), {})
+    key = (queue_name, need)
+    got = memo[1].get(key)
+    if got is None:
+        got = memo[1][key] = _queue_bound_reason(ssn, queue_name, need)
+    return got
+
+
+def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     q = ssn.queues.get(queue_name)
     if q is not None and q.state != "Open":
         return f"queue {queue_name} is {q.state}, not Open"

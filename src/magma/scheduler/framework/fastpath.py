@@ -19,6 +19,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `queue_order_memo` (enqueue, backfill): the queue heap keeps each pair's QueueOrder answer until the next
   allocate or deallocate event, when every queue-order function's plugin says its order follows those events
   alone (`Session.queue_order_cmp_memo`).
+- `queue_bound_memo` (allocate's reasons): the queue-bound reason of a refused job is kept per queue and need
+  until the next allocate or deallocate event (its figures change only then): `reasons.queue_bound_reason`.
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
@@ -33,9 +35,11 @@ shared_groups = True
 backfill_groups = True
 job_order_key = True
 queue_order_memo = True
+queue_bound_memo = True
 incremental_snapshot = True
 
-_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "incremental_snapshot")
+_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
+          "incremental_snapshot")
 
 
 @contextmanager
