@@ -573,7 +573,7 @@ class Allocator:
     # ------------------------------------------------------------ setup
     def run(self) -> None:
         ssn = self.ssn
-        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
         jobs_by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         skip_pending = enqueue_configured(ssn)

@@ -16,7 +16,7 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (`Session.job_order_key`), the job heaps order jobs by that key taken at push time instead of calling the
   plugins' comparison functions at every comparison; a job's JobOrder figures do not change while it waits in
   these heaps.
-- `queue_order_memo` (enqueue, backfill): the queue heap keeps each pair's QueueOrder answer until the next
+- `queue_order_memo` (enqueue, allocate, backfill): the queue heap keeps each pair's QueueOrder answer until the next
   allocate or deallocate event, when every queue-order function's plugin says its order follows those events
   alone (`Session.queue_order_cmp_memo`).
 - `queue_bound_memo` (allocate's reasons): the queue-bound reason of a refused job is kept per queue and need
