@@ -216,20 +216,22 @@ class SnapshotCache:
 
     def pod(self, p: Pod, req: Any, job_key: str | None, job: JobInfo | None, bare: JobInfo | None,
             task: TaskInfo | None, node: NodeInfo | None) -> None:
-        pos = self._cluster.position("Pod", p.key)
+        key = p.key
+        pos = self._cluster.position("Pod", key)
         in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
-        self.pods[p.key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
+        self.pods[key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
         if task is not None:
             self.pos_of[id(task)] = pos
         if bare is not None:
             self.pos_of[id(bare)] = pos
         if job_key is not None:
-            self.group_pods.setdefault(job_key, {})[p.key] = None
+            self.group_pods.setdefault(job_key, {})[key] = None
         if job is None and job_key is None and p.spec.scheduler_name in self.names:
-            self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+            self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
+        counts = self.dim_count
         for name in req:
             if name != PODS:
-                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
 
     def _keep(self, job: JobInfo) -> None:
         object.__setattr__(job, "_base_phase", job.phase)
