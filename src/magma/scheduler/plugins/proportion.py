@@ -198,7 +198,14 @@ class ProportionPlugin:
                 else:
                     v.pop(k, None)
             at.allocated = Resources._of(v)
-            at.update_share()
+            # at.update_share(), over the new dict: share() is max over deserved's dimensions of allocated/deserved
+            best = 0.0
+            for k, b in at.deserved.items():
+                if b > 0:
+                    x = v.get(k, 0) / b
+                    if x > best:
+                        best = x
+            at.share = best
 
     def _on_allocate(self, task: TaskInfo) -> None:
         self._move(task, 1)
