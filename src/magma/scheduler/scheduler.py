@@ -64,6 +64,17 @@ class Scheduler:
             return self.cache.snapshot(self.cluster, state)
         return build(state, self.scheduler_names)
 
+    def ingest(self) -> bool:
+        """Take in what the cluster wrote since the last call or session (new pods become tasks, ...), outside
+        any session, as Volcano's scheduler cache does from its informers. The next session's snapshot then
+        takes only later changes. False (nothing done) when the scheduler builds its snapshot afresh."""
+        if not (fastpath.incremental_snapshot and cache_supported(self.cluster, self.config)):
+            return False
+        if self.cache is None:
+            self.cache = SnapshotCache(self.scheduler_names)
+        self.cache.ingest(self.cluster, self.cluster.state())
+        return True
+
     def open_session(self) -> Session:
         snap = self.snapshot()
         tiers = [list(t.plugins) for t in self.config.tiers]

@@ -128,8 +128,20 @@ class SnapshotCache:
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
+        self.ingest(cluster, state)
+        view = self._view(state)
+        if self.verify:
+            check_same(view, snap_mod.build(state, self.names))
+        return view
+
+    def ingest(self, cluster: Any, state: ClusterState) -> None:
+        """Bring the records up to date with the cluster: what Volcano's informer handlers do as objects arrive,
+        outside any session. The scheduler calls it before a session (`Scheduler.ingest`, the simulator and the
+        benchmarks may call it earlier, as objects arrive); the session then takes only what arrived since."""
         self.restore()
         self._cluster = cluster
+        if self.snap is not None and self.version == cluster.version:
+            return  # nothing written since
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
         if changes is not None:
@@ -140,10 +152,6 @@ class SnapshotCache:
         if not done:
             self._full(state)
         self.version = cluster.version
-        view = self._view(state)
-        if self.verify:
-            check_same(view, snap_mod.build(state, self.names))
-        return view
 
     def opened(self, session: Any) -> None:
         self._last = session
@@ -208,20 +216,22 @@ class SnapshotCache:
 
     def pod(self, p: Pod, req: Any, job_key: str | None, job: JobInfo | None, bare: JobInfo | None,
             task: TaskInfo | None, node: NodeInfo | None) -> None:
-        pos = self._cluster.position("Pod", p.key)
+        key = p.key
+        pos = self._cluster.position("Pod", key)
         in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
-        self.pods[p.key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
+        self.pods[key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
         if task is not None:
             self.pos_of[id(task)] = pos
         if bare is not None:
             self.pos_of[id(bare)] = pos
         if job_key is not None:
-            self.group_pods.setdefault(job_key, {})[p.key] = None
+            self.group_pods.setdefault(job_key, {})[key] = None
         if job is None and job_key is None and p.spec.scheduler_name in self.names:
-            self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+            self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
+        counts = self.dim_count
         for name in req:
             if name != PODS:
-                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
 
     def _keep(self, job: JobInfo) -> None:
         object.__setattr__(job, "_base_phase", job.phase)

@@ -6,11 +6,26 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 
 - `shared_groups` (allocate): a group of identical tasks (same shape, request and score inputs) keeps its
   feasibility masks and a heap of node scores for the whole action, not only for one job's turn; after each
-  placement only the rows that changed are re-checked and re-scored. Used when every score function scores a
-  node from that node's own state (`Session.node_scores_key`), without node sampling or reservations.
+  placement only the rows that changed are re-checked and re-scored (a few rows in plain ints, keyed by
+  `Session.node_state_key`). Used when every score function scores a node from that node's own state
+  (`Session.node_scores_key`), without node sampling or reservations.
+- `backfill_groups` (backfill): the same for backfill's BestEffort tasks: tasks with equal predicate inputs,
+  request and score inputs keep the rows that pass and fit Idle with their scores in a heap for the whole
+  action, re-checking and re-scoring only the rows placed on since; off for the rest of the action once a
+  placement-sensitive pod is placed.
+- `job_order_key` (enqueue, allocate, backfill): when every JobOrder function says which key it compares
+  (`Session.job_order_key`), the job heaps order jobs by that key taken at push time instead of calling the
+  plugins' comparison functions at every comparison; a job's JobOrder figures do not change while it waits in
+  these heaps.
+- `queue_order_memo` (enqueue, allocate, backfill): the queue heap keeps each pair's QueueOrder answer until
+  the next allocate or deallocate event, when every queue-order function's plugin says its order follows those
+  events alone (`Session.queue_order_cmp_memo`).
+- `queue_bound_memo` (allocate's reasons): the queue-bound reason of a refused job is kept per queue and need
+  until the next allocate or deallocate event (its figures change only then): `reasons.queue_bound_reason`.
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
-  gets a full snapshot every session.
+  gets a full snapshot every session. `Scheduler.ingest()` applies them outside a session, as objects arrive
+  (Volcano's informers); the session's snapshot then takes only what arrived since.
 - `preempt_pruning` (preempt, reclaim): before comparing victim plans node by node, a preemptor task's candidate
   nodes are narrowed with numpy to those where a plan can exist: the node's future idle plus everything the
   victims a plan could use might free there (scope "queue": jobs of the preemptor's queue of its priority or
@@ -31,11 +46,16 @@ from contextlib import contextmanager
 from typing import Iterator
 
 shared_groups = True
+backfill_groups = True
+job_order_key = True
+queue_order_memo = True
+queue_bound_memo = True
 incremental_snapshot = True
 preempt_pruning = True
 preempt_caches = True
 
-_NAMES = ("shared_groups", "incremental_snapshot", "preempt_pruning", "preempt_caches")
+_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
+          "incremental_snapshot", "preempt_pruning", "preempt_caches")
 
 
 @contextmanager

@@ -174,6 +174,10 @@ def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
 
 @plugin(NAME)
 class DrfPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.allocated: dict[str, Resources] = {}
@@ -209,22 +213,45 @@ class DrfPlugin:
             ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.hdrf_victims(actor, cands), False))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
+    # The sum of all jobs' allocations, read by hierarchical DRF only: events add to a plain dict of ints, folded
+    # into the Resources when it is read.
+    @property
+    def total_allocated(self) -> Resources:
+        delta = self._total_delta
+        if delta:
+            self._total = self._total + Resources(delta)
+            self._total_delta = {}
+        return self._total
+
+    @total_allocated.setter
+    def total_allocated(self, value: Resources) -> None:
+        self._total = value
+        self._total_delta: dict[str, int] = {}
+
     def _on_allocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] + task.resreq)
-            self.total_allocated = self.total_allocated + task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) + q
             self._tree = None
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] - task.resreq)
-            self.total_allocated = self.total_allocated - task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) - q
             self._tree = None
 
     # -- extension functions
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         sa, sb = self.shares.get(a.uid, 0.0), self.shares.get(b.uid, 0.0)
         return (sa > sb) - (sa < sb)
+
+    def job_order_key(self, job: JobInfo) -> float:
+        """`job_order` as a sort key (Session.job_order_key)."""
+        return self.shares.get(job.uid, 0.0)
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)

@@ -276,3 +276,6 @@ def job_order(a: JobInfo, b: JobInfo) -> int:
     if ra == rb:
         return 0
     return 1 if ra else -1
+
+
+job_order.key = is_ready  # type: ignore[attr-defined]  # not ready (False) first: the same order (Session.job_order_key)

@@ -24,6 +24,9 @@ def job_order(a: JobInfo, b: JobInfo) -> int:
     return _desc(a.priority, b.priority)
 
 
+job_order.key = lambda j: -j.priority  # type: ignore[attr-defined]  # the same order as a key (Session.job_order_key)
+
+
 def task_order(a: TaskInfo, b: TaskInfo) -> int:
     return _desc(a.priority, b.priority)
 
