@@ -7,8 +7,11 @@ against a full build at every session (`SnapshotCache.verify`, which also checks
 quiet jobs, against a fresh one). The configuration is drawn too: proportion, capacity (flat and hierarchical),
 and one without preempt and reclaim, under which running jobs stay quiet (left out by the steps). Binds,
 evictions, PodGroup phases, reasons, events, and every PodGroup and Queue status written must be the same,
-session by session. A second test runs single sessions on bigger random clusters with only allocate's shared
-groups switched.
+session by session; in the fast run the scheduler also ingests the cluster's changes outside the session
+(`Scheduler.ingest`) zero, one or two times before a session. A second test runs single sessions on bigger random
+clusters with only the shared groups of allocate and backfill switched. A third checks the keys the fast paths
+stand on: `Session.job_order_key` orders as `job_order_cmp`, and `Session.node_state_key` is `Session.node_state`'s
+row, before and after placements.
 
 The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
 (predicate keys), preferred node affinity (scores normalised over the candidates: no shared group), required
@@ -24,6 +27,7 @@ import json
 import random
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +37,7 @@ from magma.api.objects import SIM_DURATION, Node, Object, Pod, PodGroup, Priorit
 from magma.cluster.memory import MemoryCluster
 from magma.scheduler.framework import fastpath
 from magma.scheduler.framework.cache import SnapshotCache
+from magma.scheduler.framework.info import TaskStatus
 from magma.scheduler.scheduler import Scheduler
 from magma.sim.result import build_result
 from magma.sim.runner import Simulation
@@ -204,6 +209,18 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> t
 
     sim.cluster.update_queue_status = logged_queue  # type: ignore[method-assign]
     ctx = contextlib.nullcontext() if fast else fastpath.disabled()
+    if fast:
+        # The scheduler's cache takes changes in outside the session (`Scheduler.ingest`, as objects arrive):
+        # before some sessions, once or twice, so that sessions see what was ingested earlier and what not.
+        rng = random.Random(seed)
+        run_once = sim.scheduler.run_once
+
+        def ingest_then_run():
+            for _ in range(rng.choice([0, 1, 2])):
+                sim.scheduler.ingest()
+            return run_once()
+
+        sim.scheduler.run_once = ingest_then_run
     SnapshotCache.verify = fast
     try:
         with ctx:
@@ -232,7 +249,7 @@ def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:
     sc = scenario(seed, n_nodes, n_jobs)
     objs = sc.initial + [a.obj for a in sc.arrivals]
     cluster = MemoryCluster(objs, clock=lambda: 100.0)
-    ctx = contextlib.nullcontext() if shared else fastpath.disabled("shared_groups")
+    ctx = contextlib.nullcontext() if shared else fastpath.disabled("shared_groups", "backfill_groups")
     with ctx:
         r = Scheduler(cluster, _config()).run_once()
     return r.binds, r.evictions, sorted(r.phases.items()), sorted(r.reasons.items())
@@ -242,3 +259,35 @@ def one_session(seed: int, n_nodes: int, n_jobs: int, shared: bool) -> tuple:
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 40), n_jobs=st.integers(1, 60))
 def test_allocate_shared_groups_place_the_same(seed, n_nodes, n_jobs):
     assert one_session(seed, n_nodes, n_jobs, shared=False) == one_session(seed, n_nodes, n_jobs, shared=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 20), n_jobs=st.integers(1, 40))
+def test_keys_agree_with_what_they_stand_for(seed, n_nodes, n_jobs):
+    """`Session.job_order_key` orders jobs as `job_order_cmp` does, and `Session.node_state_key(row)` is the row of
+    `Session.node_state` as bytes, before and after some placements."""
+    sc = scenario(seed, n_nodes, n_jobs)
+    cluster = MemoryCluster(sc.initial + [a.obj for a in sc.arrivals], clock=lambda: 100.0)
+    scheduler = Scheduler(cluster, _config())
+    scheduler.ingest()
+    ssn = scheduler.open_session()
+    rng = random.Random(seed)
+
+    def check() -> None:
+        key = ssn.job_order_key()
+        assert key is not None
+        jobs = list(ssn.jobs.values())
+        for a in jobs:
+            for b in rng.sample(jobs, min(len(jobs), 8)):
+                c = ssn.job_order_cmp(a, b)
+                assert (c < 0) == (key(a) < key(b)) and (c > 0) == (key(a) > key(b))
+        rows = np.arange(len(ssn.node_list), dtype=np.int64)
+        states = ssn.node_state(rows)
+        for r in rows.tolist():
+            assert ssn.node_state_key(r) == states[r].tobytes()
+
+    check()
+    pending = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.status is TaskStatus.PENDING]
+    for t in rng.sample(pending, min(len(pending), 5)):
+        ssn.allocate(t, rng.choice(ssn.node_list))
+    check()

@@ -15,7 +15,7 @@ import numpy as np
 
 from magma.api.resources import PODS, Resources
 
-from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus
+from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus, fastpath
 
 S = TaskStatus
 
@@ -83,15 +83,26 @@ def event_key(message: str | None) -> str | None:
 # ---------------------------------------------------------------- queue figures
 
 
-def queue_figures(ssn: Session) -> dict[str, dict]:
+def queue_figures(ssn: Session, names: list[str] | None = None) -> dict[str, dict]:
     """Per queue {"deserved", "allocated", "realCapability", "guarantee", ...} as the share plugin publishes them:
     `ssn.queue_shares` once published (session close), else live from any plugin offering `report()`
-    (proportion, capacity). Empty when no share plugin runs."""
+    (proportion, capacity). Empty when no share plugin runs. With `names`, the figures of those queues are
+    right (others may be missing): a plugin with `report_of(name)` is asked for those alone."""
     shares = getattr(ssn, "queue_shares", None)
     if isinstance(shares, dict) and shares:
         return shares
     out: dict[str, dict] = {}
     for p in getattr(ssn, "plugins", {}).values():
+        report_of = getattr(p, "report_of", None) if names is not None else None
+        if callable(report_of):
+            for name in names:
+                try:
+                    got = report_of(name)
+                except Exception:  # a plugin's report must never break a reason
+                    continue
+                if isinstance(got, dict):
+                    out[name] = got
+            continue
         report = getattr(p, "report", None)
         if callable(report):
             try:
@@ -128,9 +139,7 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
     placed = job.count(READY - {S.ALLOCATED}) + job.count({S.PIPELINED})
     missing = job.min_available - placed
     waiting = ssn.sorted_tasks([t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)])
-    need = Resources()
-    for t in waiting[:max(missing, 0)]:
-        need = need + t.resreq
+    need = Resources.sum(t.resreq for t in waiting[:max(missing, 0)])
     if task is not None and need.is_empty():
         need = task.resreq
     return Resources({k: v for k, v in need.items() if k != PODS})
@@ -139,13 +148,33 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
 def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     """`queue team-cv: deserved 96 nvidia.com/gpu, allocated 96, job needs 16 more` for the first queue on the way
     up whose deserved (else real capability) the job's need exceeds; without published figures the numbers of
-    the queue are left out."""
-    figures = queue_figures(ssn)
+    the queue are left out.
+
+    The figures it reads (deserved, real capability, allocated) change only with allocate and deallocate events:
+    with fastpath.queue_bound_memo the reason is kept per queue and need until the next event (a queue that
+    refuses many jobs alike, in one allocate action)."""
+    if not fastpath.queue_bound_memo:
+        return _queue_bound_reason(ssn, queue_name, need)
+    published = bool(getattr(ssn, "queue_shares", None))
+    events = getattr(ssn, "placement_events", None)
+    memo = ssn.__dict__.get("_queue_bound_memo")
+    if memo is None or memo[0] != (events, published):
+        memo = ssn.__dict__["_queue_bound_memo"] = ((events, published), {})
+    key = (queue_name, need)
+    got = memo[1].get(key)
+    if got is None:
+        got = memo[1][key] = _queue_bound_reason(ssn, queue_name, need)
+    return got
+
+
+def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     q = ssn.queues.get(queue_name)
     if q is not None and q.state != "Open":
         return f"queue {queue_name} is {q.state}, not Open"
+    chain = [queue_name, *ancestors(ssn, queue_name)]
+    figures = queue_figures(ssn, chain)
     for bound_key, label in (("deserved", "deserved"), ("realCapability", "real capability")):
-        for name in [queue_name, *ancestors(ssn, queue_name)]:
+        for name in chain:
             fig = figures.get(name)
             bound, alloc = _res(fig, bound_key), _res(fig, "allocated")
             if bound is None or alloc is None:

@@ -66,14 +66,27 @@ class Scheduler:
         configuration allows it (fastpath.incremental_snapshot), else built from every object."""
         state = self.cluster.state()
         if fastpath.incremental_snapshot and cache_supported(self.cluster, self.config):
-            if self.cache is None:
-                self.cache = SnapshotCache(self.scheduler_names)
-            if not fastpath.job_index:
-                self.cache.index = None
-            elif self.cache.index is None:
-                self.cache.index = JobIndex(job_figures, quiet_phase, self.cache.touched)
-            return self.cache.snapshot(self.cluster, state)
+            return self._kept().snapshot(self.cluster, state)
         return build(state, self.scheduler_names)
+
+    def _kept(self) -> SnapshotCache:
+        """The incremental snapshot, made on first use, with the job index when fastpath.job_index is on."""
+        if self.cache is None:
+            self.cache = SnapshotCache(self.scheduler_names)
+        if not fastpath.job_index:
+            self.cache.index = None
+        elif self.cache.index is None:
+            self.cache.index = JobIndex(job_figures, quiet_phase, self.cache.touched)
+        return self.cache
+
+    def ingest(self) -> bool:
+        """Take in what the cluster wrote since the last call or session (new pods become tasks, ...), outside
+        any session, as Volcano's scheduler cache does from its informers. The next session's snapshot then
+        takes only later changes. False (nothing done) when the scheduler builds its snapshot afresh."""
+        if not (fastpath.incremental_snapshot and cache_supported(self.cluster, self.config)):
+            return False
+        self._kept().ingest(self.cluster, self.cluster.state())
+        return True
 
     def open_session(self) -> Session:
         snap = self.snapshot()

@@ -69,10 +69,11 @@ T = TypeVar("T")
 class OrderedHeap(Generic[T]):
     """Volcano's util.PriorityQueue: a binary heap whose comparison function is evaluated at push and pop time
     (so an item pushed back is placed by the plugins' current view, as in Volcano). Equal items pop in
-    insertion order."""
+    insertion order. With `key` (a sort key giving the same order, e.g. Session.job_order_key) the order is taken
+    at push time: only for items whose order cannot change while they are in the heap."""
 
-    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()):
-        self._key = functools.cmp_to_key(cmp)
+    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = (), key: Callable[[T], Any] | None = None):
+        self._key = key or functools.cmp_to_key(cmp)
         self._heap: list[tuple[Any, int, T]] = []
         self._n = 0
         for it in items:
@@ -288,6 +289,25 @@ class Candidates:
         return self.failed_summary
 
 
+def state_scores(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    """Scores of `rows` for a task with a `node_scores_key`, computed once per distinct node state (`memo`: node
+    state -> score, for tasks of one key): a node that fills up to the state of another node (equal free
+    capacity, equal requests) scores what that node scored."""
+    states = np.ascontiguousarray(ssn.node_state(rows))
+    raw, width = states.tobytes(), states.shape[1] * states.itemsize
+    keys = [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * len(rows)
+    miss = [i for i, k in enumerate(keys) if k not in memo]
+    if miss:
+        # one row per distinct missing state
+        first: dict[bytes, int] = {}
+        for i in miss:
+            first.setdefault(keys[i], i)
+        idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
+            memo[k] = sc
+    return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+
+
 class SharedGroup:
     """The fast path of `Candidates` (fastpath.shared_groups): one group of identical tasks for the whole action.
 
@@ -307,6 +327,7 @@ class SharedGroup:
         self.generation = alloc.predicates.generation
         self.pred = alloc.predicates.get(task)
         self.vec = task.vec
+        self.vec_list = task.vec.tolist()
         self.version = len(alloc.log)
         self.fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
         self.fit_idle = self.fit_future & table.fits(self.vec, table.idle)
@@ -320,22 +341,7 @@ class SharedGroup:
             heapq.heapify(h)
 
     def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        """Scores of `rows`, computed once per distinct node state: a node that fills up to the state of
-        another node (equal free capacity, equal requests) scores what that node scored."""
-        ssn = self.alloc.ssn
-        states = ssn.node_state(rows)
-        keys = [st.tobytes() for st in states]
-        memo = self.memo
-        miss = [i for i, k in enumerate(keys) if k not in memo]
-        if miss:
-            # one row per distinct missing state
-            first: dict[bytes, int] = {}
-            for i in miss:
-                first.setdefault(keys[i], i)
-            idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-            for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
-                memo[k] = sc
-        return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+        return state_scores(self.alloc.ssn, self.memo, task, rows)
 
     def _push(self, task: TaskInfo, rows: np.ndarray, heap_push: bool = False) -> None:
         if not len(rows):
@@ -356,8 +362,43 @@ class SharedGroup:
         log = self.alloc.log
         if self.version == len(log):
             return
-        rows = np.unique(np.asarray(log[self.version:], dtype=np.int64))
+        changed = set(log[self.version:])
         self.version = len(log)
+        if len(changed) <= 4:
+            self._refresh_rows(task, sorted(changed))
+        else:
+            self._refresh_array(task, np.fromiter(sorted(changed), dtype=np.int64, count=len(changed)))
+        stamp = self.stamp
+        for h in self.heaps:
+            if len(h) > 64 and len(h) > 4 * len(self.score):
+                h[:] = [e for e in h if e[2] == stamp[e[1]]]
+                heapq.heapify(h)
+
+    def _refresh_rows(self, task: TaskInfo, rows: list[int]) -> None:
+        """`_refresh_array` for a few rows (a placement changes one), in plain ints: numpy's fixed cost per call
+        would dominate."""
+        ssn = self.alloc.ssn
+        table = ssn.table
+        idle, releasing, pipelined = table.idle, table.releasing, table.pipelined
+        vec = self.vec_list
+        mask, stamp, memo, heaps = self.pred.mask, self.stamp, self.memo, self.heaps
+        for r in rows:
+            stamp[r] += 1
+            free = idle[r].tolist()
+            fits_future = bool(mask[r]) and all(
+                i + rel - pip >= v for i, rel, pip, v in zip(free, releasing[r].tolist(), pipelined[r].tolist(), vec))
+            fits_idle = fits_future and all(i >= v for i, v in zip(free, vec))
+            self.fit_future[r] = fits_future
+            self.fit_idle[r] = fits_idle
+            if fits_future:
+                key = ssn.node_state_key(r)
+                sc = memo.get(key)
+                if sc is None:
+                    sc = memo[key] = ssn.node_scores(task, np.array([r], dtype=np.int64)).tolist()[0]
+                self.score[r] = sc
+                heapq.heappush(heaps[fits_idle], (-sc, r, stamp[r]))
+
+    def _refresh_array(self, task: TaskInfo, rows: np.ndarray) -> None:
         table = self.alloc.ssn.table
         vec = self.vec
         fut = table.idle[rows] + table.releasing[rows] - table.pipelined[rows]
@@ -367,10 +408,6 @@ class SharedGroup:
         for r in rows.tolist():
             stamp[r] += 1
         self._push(task, rows[self.fit_future[rows]], heap_push=True)
-        for h in self.heaps:
-            if len(h) > 64 and len(h) > 4 * len(self.score):
-                h[:] = [e for e in h if e[2] == stamp[e[1]]]
-                heapq.heapify(h)
 
     def best(self, task: TaskInfo) -> tuple[int, bool] | None:
         self.refresh(task)
@@ -537,7 +574,7 @@ class Allocator:
     # ------------------------------------------------------------ setup
     def run(self) -> None:
         ssn = self.ssn
-        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
         jobs_by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         skip_pending = enqueue_configured(ssn)
@@ -559,7 +596,7 @@ class Allocator:
             if not tasks:
                 continue
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp)
+                jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
             self.tasks[job.uid] = deque(ssn.sorted_tasks(tasks))

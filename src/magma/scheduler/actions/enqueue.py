@@ -47,7 +47,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     work: RunningWork | None = None
     plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
 
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
     seen: set[str] = set()
     pending: dict[str, OrderedHeap[JobInfo]] = {}
     index = getattr(ssn, "job_index", None)
@@ -67,7 +67,9 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             seen.add(queue.name)
             queues.push(queue)
         if job.is_pending():
-            pending.setdefault(queue.name, OrderedHeap(ssn.job_order_cmp)).push(job)
+            if queue.name not in pending:
+                pending[queue.name] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
+            pending[queue.name].push(job)
 
     while queues:
         queue = queues.pop()

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,7 @@ from ..framework import (
     TaskInfo,
     TaskStatus,
     action,
+    fastpath,
 )
 from .. import reasons
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
@@ -93,7 +95,16 @@ def evictable(task: TaskInfo) -> bool:
 
 
 def settled(job: JobInfo) -> bool:
-    return not any(t.status in UNSETTLED for t in job.tasks.values())
+    return not job.count(UNSETTLED)  # counted once per change of the job's tasks
+
+
+_PENDING = frozenset({S.PENDING})
+
+
+def runs_evictable(job: JobInfo) -> bool:
+    """Whether the job has a Bound or Running task that may be evicted (once per change of its tasks)."""
+    return job.memo("preempt.runs_evictable",
+                    lambda j: any(t.status in PREEMPT_STATUSES and evictable(t) for t in j.tasks.values()))
 
 
 def queue_chain(ssn: Session, name: str) -> list[str]:
@@ -123,7 +134,7 @@ class RunningWork:
     def __init__(self, ssn: Session):
         self.min_priority: dict[str, int] = {}
         for job in ssn.jobs.values():
-            if any(t.status in PREEMPT_STATUSES and evictable(t) for t in job.tasks.values()):
+            if runs_evictable(job):
                 self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
         self.figures = reasons.queue_figures(ssn)
         self.over: list[str] = []
@@ -168,7 +179,15 @@ class Unit:
     pods: list[TaskInfo]
     whole: bool
     frees_row: np.ndarray  # resources freed on the node being planned
-    evicted: Resources  # resources the victim's queue loses
+    _evicted: Resources | None = None
+
+    @property
+    def evicted(self) -> Resources:
+        """Resources the victim's queue loses (summed when first asked: only the queue constraints ask)."""
+        if self._evicted is None:
+            pods = [t for t in self.pods if t.status in ALLOCATED] if self.whole else self.pods
+            self._evicted = Resources.sum(t.resreq for t in pods)
+        return self._evicted
 
 
 @dataclass
@@ -202,7 +221,14 @@ class VictimIndex:
 
 
 class Evictor:
-    """The eviction engine shared by preempt (scopes "queue", "cross", "job") and reclaim (scope "cross")."""
+    """The eviction engine shared by preempt (scopes "queue", "cross", "job") and reclaim (scope "cross").
+
+    Speed (decisions unchanged, tests/property/test_preempt_fast_paths.py): victims are indexed once per action by
+    queue and by (queue, job priority) with their summed requests per node row, kept current as evictions happen;
+    a preemptor task's nodes are narrowed with those sums to the ones where a plan can exist before any plan is
+    built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
+    above their deserved share); node scores are kept per node state and the share plugin's figures per version of
+    the session (fastpath.preempt_caches)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
@@ -221,9 +247,30 @@ class Evictor:
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
+        # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
+        # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
+        # frees when the action takes Running tasks only (reclaim); the jobs indexed.
+        self._by_prio: dict[tuple[str, int], np.ndarray] = {}
+        self._whole_extra: dict[str, np.ndarray] = {}
+        self._indexed: set[str] = set()
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
+        # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
+        # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
+        # puts back the state, and the version, from before its first operation (`began`). Node scores are kept
+        # per score key and node state (`Session.node_state`: nodes in equal state score alike, as in allocate's
+        # shared groups): each row has the id of its state, renewed for the rows this action's operations touched.
+        self.version = 0
+        self._versions = 0
+        self._starts: weakref.WeakKeyDictionary[Statement, int] = weakref.WeakKeyDictionary()
+        self._figures_cache: tuple[int, dict] | None = None
+        self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (score, known) by state id
+        self._state_ids: dict[bytes, int] = {}  # node state -> its id
+        self._row_state: np.ndarray | None = None  # per row, the id of its node state
+        self._touched: list[int] = []  # rows touched by this action's operations, in order
+        self._refreshed = 0  # how many of them _row_state has seen
+        self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
     def subtree_alloc(self, name: str) -> Resources:
@@ -237,11 +284,13 @@ class Evictor:
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
         stmt.evict(task, self.reason)
+        self.changed(row)
         if counted:
             self.alloc[job.queue] = self.alloc[job.queue] - task.resreq
         self._adjust(task, row, -1)
 
     def discard(self, stmt: Statement) -> None:
+        rows = []
         for op in stmt.ops:
             if op.kind == "evict":
                 task = op.task
@@ -249,7 +298,84 @@ class Evictor:
                 if op.previous in ALLOCATED:
                     self.alloc[job.queue] = self.alloc[job.queue] + task.resreq
                 self._adjust(task, self.ssn.nodes[task.node].index, +1)
+            rows.append(op.node.index)
         stmt.discard()
+        start = self._starts.pop(stmt, None)
+        if rows:
+            self.changed(*rows)
+        if start is not None:
+            self.version = start  # the session is back as it was then
+
+    def began(self, stmt: Statement) -> None:
+        """Note the version before `stmt`'s first operation (every operation of this action goes through `apply`)."""
+        if stmt not in self._starts:
+            self._starts[stmt] = self.version
+
+    def committed(self, stmt: Statement) -> None:
+        self._starts.pop(stmt, None)
+        self.changed()
+
+    def changed(self, *rows: int) -> None:
+        """The session changed (on these node rows): a new version."""
+        self._versions += 1
+        self.version = self._versions
+        self._touched.extend(rows)
+
+    def live_figures(self) -> dict:
+        """`reasons.queue_figures` as they are now: computed once per version of the session (fastpath.preempt_caches)."""
+        if not fastpath.preempt_caches:
+            return reasons.queue_figures(self.ssn)
+        got = self._figures_cache
+        if got is None or got[0] != self.version:
+            got = self._figures_cache = (self.version, reasons.queue_figures(self.ssn))
+        return got[1]
+
+    def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """`Session.node_scores(task, rows)`. With fastpath.preempt_caches, when every score function scores a node
+        from the node's own state (`Session.node_scores_key`), all nodes are scored once per version of the session
+        for tasks of equal keys, shapes and requests, and the rows asked for are taken from that."""
+        ssn = self.ssn
+        if not fastpath.preempt_caches:
+            return ssn.node_scores(task, rows)
+        try:
+            key = self._score_keys[task.uid]
+        except KeyError:
+            key = ssn.node_scores_key(task)
+            self._score_keys[task.uid] = key = None if key is None else (key, task.shape, task.resreq)
+        if key is None:
+            return ssn.node_scores(task, rows)
+        ids = self._node_state_ids()[rows]
+        n = len(self._state_ids)
+        got = self._score_cache.get(key)
+        if got is None or len(got[0]) < n:
+            score, known = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool)
+            if got is not None:
+                score[:len(got[0])], known[:len(got[1])] = got
+            got = self._score_cache[key] = (score, known)
+        score, known = got
+        missing = ~known[ids]
+        if missing.any():
+            # one row per node state not scored yet
+            new, first = np.unique(ids[missing], return_index=True)
+            score[new] = ssn.node_scores(task, rows[missing][first])
+            known[new] = True
+        return score[ids]
+
+    def _node_state_ids(self) -> np.ndarray:
+        """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
+        if self._row_state is None:
+            self._row_state = self._state_id_of(self.predicates.rows)
+            self._refreshed = len(self._touched)
+        elif self._refreshed < len(self._touched):
+            rows = np.unique(np.array(self._touched[self._refreshed:], dtype=np.int64))
+            self._row_state[rows] = self._state_id_of(rows)
+            self._refreshed = len(self._touched)
+        return self._row_state
+
+    def _state_id_of(self, rows: np.ndarray) -> np.ndarray:
+        ids = self._state_ids
+        return np.fromiter((ids.setdefault(st.tobytes(), len(ids)) for st in self.ssn.node_state(rows)),
+                           dtype=np.int64, count=len(rows))
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
@@ -259,6 +385,10 @@ class Evictor:
             seen.add(id(idx))
             if any(t is task for t in idx.by_row.get(row, ())):
                 idx.evictable[row] += sign * task.vec
+        job = self.ssn.jobs[task.job]
+        src = (self._by_queue or {}).get(job.queue)
+        if src is not None and any(t is task for t in src.by_row.get(row, ())):
+            self._by_prio[(job.queue, job.priority)][row] += sign * task.vec
 
     # ------------------------------------------------------------ eligible victims
     def _queue_index(self) -> dict[str, VictimIndex]:
@@ -266,19 +396,47 @@ class Evictor:
         session, of a job not placed in this session), per queue: built once, kept current by _evict/discard."""
         if self._by_queue is None:
             ssn = self.ssn
+            nodes = ssn.nodes
             self._by_queue = {}
+            # Rows and requests gathered per index (and job priority), summed with np.add.at (not row by row).
+            gathered: dict[str, tuple[list[int], list[np.ndarray], list[int]]] = {}
+            extras: dict[str, tuple[list[int], list[np.ndarray]]] = {}
             for job in sorted_by_uid(ssn.jobs.values()):
                 if job.uid in self.unsettled:
                     continue
+                self._indexed.add(job.uid)
+                idx = self._by_queue.get(job.queue)
+                if idx is None:
+                    idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+                    gathered[job.queue] = ([], [], [])
+                rows, vecs, prios = gathered[job.queue]
+                if (job.queue, job.priority) not in self._by_prio:
+                    self._by_prio[(job.queue, job.priority)] = np.zeros_like(ssn.table.idle)
                 for t in job.tasks.values():
-                    if t.status not in self.statuses or not evictable(t) or t.node not in ssn.nodes:
+                    if not evictable(t) or t.node not in nodes:
                         continue
-                    idx = self._by_queue.get(job.queue)
-                    if idx is None:
-                        idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
-                    row = ssn.nodes[t.node].index
+                    if t.status not in self.statuses:
+                        if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
+                            got = extras.setdefault(job.queue, ([], []))
+                            got[0].append(nodes[t.node].index)
+                            got[1].append(t.vec)
+                        continue
+                    row = nodes[t.node].index
                     idx.by_row.setdefault(row, []).append(t)
-                    idx.evictable[row] += t.vec
+                    rows.append(row)
+                    vecs.append(t.vec)
+                    prios.append(job.priority)
+            for q, (rows, vecs, prios) in gathered.items():
+                if not rows:
+                    continue
+                at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
+                np.add.at(self._by_queue[q].evictable, at, add)
+                for p in np.unique(prio):
+                    mask = prio == p
+                    np.add.at(self._by_prio[(q, int(p))], at[mask], add[mask])
+            for q, (rows, vecs) in extras.items():
+                extra = self._whole_extra[q] = np.zeros_like(ssn.table.idle)
+                np.add.at(extra, np.array(rows), np.stack(vecs))
         return self._by_queue
 
     def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
@@ -375,15 +533,30 @@ class Evictor:
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
-        scores = ssn.node_scores(task, rows)
-        free = (fut[rows] >= vec).all(axis=1)
-        # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
-        # cost's first key), then by score, then by row.
-        floor = self.min_priority(idx)[rows]
-        order = np.lexsort((rows, -scores, floor, ~free))
         shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
         if scope == "cross":
             self._entitled = self.entitlement(queue, task)
+        free = (fut[rows] >= vec).all(axis=1)
+        workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
+        if workable is not None and not workable.any():
+            return False  # no node can give a plan: the loop below would find none
+        floor = self.min_priority(idx)[rows]
+        known: dict[int, Plan | None] = {}  # plans already made, by row (the session does not change in the loop)
+        if fastpath.preempt_pruning:
+            # Is there a plan on any node? Looked for in an order that needs no scores: without one, the loop below
+            # would visit every workable node and find none, in any order, so the task fails unscored.
+            for i in np.lexsort((rows, floor, ~free)):
+                if workable is None or workable[i]:
+                    row = int(rows[i])
+                    known[row] = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
+                    if known[row] is not None:
+                        break
+            else:
+                return False
+        scores = self.node_scores(task, rows)
+        # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
+        # cost's first key), then by score, then by row.
+        order = np.lexsort((rows, -scores, floor, ~free))
         best_per_task = 1.0 / max(remaining, 1)  # no plan costs less than this many jobs (or pods) per task served
         plans: list[Plan] = []
         best: Plan | None = None
@@ -394,7 +567,10 @@ class Evictor:
                     floor[i] > best.cost[0] or stale >= PATIENCE
                     or best.cost[1] <= best_per_task and best.cost[2] <= best_per_task):
                 break  # the nodes left need victims at least as important, and none has been cheaper lately
-            plan = self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining)
+            if workable is not None and not workable[i]:
+                continue  # plan_on_node would say None (it changes nothing else: `stale` counts plans only)
+            plan = (known[row] if row in known
+                    else self.plan_on_node(task, pjob, scope, row, idx, fut, pred.mask, shortfall, remaining))
             if plan is None:
                 continue
             plan.score = float(scores[i])
@@ -413,6 +589,82 @@ class Evictor:
                 return True
         return False
 
+    # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
+    def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
+                  free: np.ndarray, shortfall: Resources | None) -> np.ndarray | None:
+        """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
+
+        A plan other than free room is a set of units, each with pods on the node taken from the node's
+        candidates, that frees the task's need there and passes `_constraints_ok`. So the node needs a candidate
+        that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
+        `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
+        "queue") or the preemptor's branch is not entitled to grow (scope "cross")."""
+        if scope == "job":
+            return None
+        if scope == "queue":
+            bound = self._queue_bound(pjob, rows)
+            free_ok = shortfall is None or shortfall.is_empty()
+        else:
+            bound = self._cross_bound(pjob, rows)
+            free_ok = self._entitled[1] >= len(self._entitled[0])
+        if bound is None:
+            out = np.zeros(len(rows), dtype=bool)  # no candidate anywhere
+        else:
+            has = bound[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
+            out = has & ((fut[rows] + bound) >= task.vec).all(axis=1)
+        if free_ok:
+            out |= free
+        return out
+
+    def _queue_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Over `rows` (ascending), what the candidates of scope "queue" could free at most: the queue's victims of
+        jobs of the preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out. None when
+        there are none."""
+        self._queue_index()
+        parts = [evictable[rows] for (q, prio), evictable in self._by_prio.items()
+                 if q == pjob.queue and prio <= pjob.priority]
+        if not parts:
+            return None
+        total = parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+        if pjob.uid in self._indexed:
+            nodes = self.ssn.nodes
+            for t in pjob.tasks.values():
+                if t.status in self.statuses and evictable(t) and t.node in nodes:
+                    row = nodes[t.node].index
+                    at = int(np.searchsorted(rows, row))
+                    if at < len(rows) and rows[at] == row:
+                        total[at] -= t.vec
+        return total
+
+    def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the
+        preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
+        Bound tasks a whole-job eviction adds. None when there are none."""
+        by_queue = self._queue_index()
+        chain = set(queue_chain(self.ssn, pjob.queue))
+        pchain, level = self._entitled
+        parts = []
+        for q, idx in by_queue.items():
+            if q == pjob.queue or not self._reclaimable_branch(q, chain) or self._queue_blocked(q, pchain, level):
+                continue
+            parts.append(idx.evictable[rows])
+            extra = self._whole_extra.get(q)
+            if extra is not None:
+                parts.append(extra[rows])
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+
+    def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
+        """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""
+        vchain = set(queue_chain(self.ssn, q))
+        lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
+        if level < lca:
+            return True  # the preemptor's branch below the common ancestor would exceed its deserved share
+        # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
+        deserved = _figure(self.figures, q, "deserved")
+        return deserved is not None and not _over(self.alloc.get(q, Resources()), deserved)
+
     def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
         """(the preemptor queue's chain, nearest first; the index of the first level whose deserved share the task
         would exceed, len(chain) when none). Taking from a queue elsewhere is fair only if every level below the
@@ -421,7 +673,7 @@ class Evictor:
         Preemptive vote decides for the whole chain."""
         ssn = self.ssn
         chain = queue_chain(ssn, queue.name)
-        figs = reasons.queue_figures(ssn)
+        figs = self.live_figures()
         if queue.name not in figs:
             return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
         dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
@@ -446,7 +698,7 @@ class Evictor:
         ssn = self.ssn
         if ssn.allocatable(queue, task):
             return Resources()
-        figs = reasons.queue_figures(ssn)
+        figs = self.live_figures()
         out: dict[str, int] = {}
         found = False
         for name in queue_chain(ssn, queue.name):
@@ -518,16 +770,15 @@ class Evictor:
         for uid in sorted(by_job):
             job = ssn.jobs[uid]
             pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
+            whole = ssn.victim_order(job)  # every Bound and Running task, in the same order
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
                 part = pods[:surplus]
-                units.append(Unit(job, part, False, vsum(ssn, part), Resources.sum(t.resreq for t in part)))
+                units.append(Unit(job, part, False, vsum(ssn, part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
-            whole = [t for t in job.tasks.values() if t.status in WHOLE_STATUSES]
             if whole and all(t.uid in voted and evictable(t) and t.node in ssn.nodes for t in whole):
                 here = [t for t in whole if ssn.nodes[t.node].index == row]
-                units.append(Unit(job, ssn.sorted_tasks(whole)[::-1], True, vsum(ssn, here),
-                                  Resources.sum(t.resreq for t in whole if t.status in ALLOCATED)))
+                units.append(Unit(job, list(whole), True, vsum(ssn, here)))
         return units
 
     def _choose(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, units: list[Unit], need: np.ndarray,
@@ -591,7 +842,7 @@ class Evictor:
                 total = total - pods[-1].vec
                 frees = frees - pods[-1].vec
                 pods.pop()
-            out.append(Unit(u.job, pods, False, frees, Resources.sum(t.resreq for t in pods)))
+            out.append(Unit(u.job, pods, False, frees))
         return out
 
     def _greedy(self, pool: list[Unit], need: np.ndarray) -> list[Unit] | None:
@@ -627,13 +878,7 @@ class Evictor:
             per_queue[u.job.queue] = per_queue.get(u.job.queue, Resources()) + u.evicted
         taken: dict[str, Resources] = {}
         for q, res in per_queue.items():
-            vchain = set(queue_chain(ssn, q))
-            lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
-            if level < lca:
-                return False  # the preemptor's branch below the common ancestor would exceed its deserved share
-            # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
-            deserved = _figure(self.figures, q, "deserved")
-            if deserved is not None and not _over(self.alloc.get(q, Resources()), deserved):
+            if self._queue_blocked(q, pchain, level):
                 return False
             for name in queue_chain(ssn, q):
                 if name in chain:
@@ -654,24 +899,28 @@ class Evictor:
         if not chosen:
             return ZERO_COST
         vec = task.vec
-        freed: dict[int, np.ndarray] = {}
-        pods = 0
-        for u in chosen:
-            pods += len(u.pods)
-            for t in u.pods:
-                r = ssn.nodes[t.node].index
-                freed[r] = freed.get(r, 0) + t.vec
+        nodes = ssn.nodes
+        pods = [t for u in chosen for t in u.pods]
+        # What the units free per node (and passing the predicates), and how many more copies of the task each such
+        # node then holds: all nodes at once.
+        at = np.fromiter((nodes[t.node].index for t in pods), dtype=np.int64, count=len(pods))
+        rows, where = np.unique(at, return_inverse=True)
+        freed = np.zeros((len(rows), len(vec)), dtype=np.int64)
+        if pods:
+            np.add.at(freed, where, np.stack([t.vec for t in pods]))
+        keep = pred_mask[rows]
         served = 0
-        dims = vec > 0
-        for r, add in freed.items():
-            if not pred_mask[r]:
-                continue
-            before = int(np.min(np.maximum(fut[r][dims], 0) // vec[dims]))
-            after = int(np.min(np.maximum(fut[r][dims] + add[dims], 0) // vec[dims]))
-            served += max(after - before, 0)
+        if keep.any():
+            dims = vec > 0
+            v = vec[dims]
+            have = fut[rows[keep]][:, dims]
+            add = freed[keep][:, dims]
+            before = (np.maximum(have, 0) // v).min(axis=1)
+            after = (np.maximum(have + add, 0) // v).min(axis=1)
+            served = int(np.maximum(after - before, 0).sum())
         served = max(min(served, max(remaining, 1)), 1)
         maxprio = max(u.job.priority for u in chosen)
-        return (maxprio, len({u.job.uid for u in chosen}) / served, pods / served,
+        return (maxprio, len({u.job.uid for u in chosen}) / served, len(pods) / served,
                 sum(u.job.priority for u in chosen))
 
     def _plan_within_job(self, task: TaskInfo, row: int, on_row: list[TaskInfo], need: np.ndarray) -> Plan | None:
@@ -687,7 +936,7 @@ class Evictor:
         if not chosen or not (total >= need).all():
             return None
         job = ssn.jobs[task.job]
-        unit = Unit(job, chosen, False, total, Resources.sum(t.resreq for t in chosen))
+        unit = Unit(job, chosen, False, total)
         return Plan(row, [unit], (job.priority, 0.0, float(len(chosen)), 0))
 
     # ------------------------------------------------------------ applying a plan
@@ -696,6 +945,8 @@ class Evictor:
         ssn = self.ssn
         node = ssn.node_list[plan.row]
         node_stmt = Statement(ssn)
+        self.began(stmt)
+        self.began(node_stmt)
         for t in plan.pods:
             if t.status in WHOLE_STATUSES:
                 self._evict(node_stmt, t)
@@ -715,6 +966,7 @@ class Evictor:
             self.discard(node_stmt)
             return False
         node_stmt.pipeline(task, node)
+        self.changed(plan.row)
         stmt.ops.extend(node_stmt.ops)
         self.unsettled.add(pjob.uid)
         return True
@@ -757,7 +1009,7 @@ def collect_preemptors(ssn: Session) -> list[JobInfo]:
             continue
         if not starving(ssn, job):
             continue
-        if not any(t.status is S.PENDING for t in job.tasks.values()):
+        if not job.count(_PENDING):
             continue
         out.append(job)
     return out
@@ -774,6 +1026,7 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
                 ssn.job_enqueued(job)
                 job.phase = "Inqueue"
                 job.enqueued_this_session = True
+            ev.committed(stmt)
             nodes = len({op.node.name for op in placed})
             if evicted:
                 victims = {op.task.job for op in evicted}
@@ -844,3 +1097,4 @@ def preempt(ssn: Session, arguments: dict) -> None:
                     ev.discard(stmt)
                     break
                 stmt.commit()
+                ev.committed(stmt)

@@ -134,8 +134,27 @@ class SnapshotCache:
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
+        self.ingest(cluster, state)
+        if self.index is not None and not self.index.built:
+            self._update_index(None)
+        view = self._view(state)
+        if self.verify:
+            touched = set(self.touched)
+            check_same(view, snap_mod.build(state, self.names))
+            self.touched.clear()  # check_same reads every job's fit errors: that touched nothing
+            self.touched.update(touched)
+            if self.index is not None:
+                self.index.verify(view.jobs, view.total, self._job_order)
+        return view
+
+    def ingest(self, cluster: Any, state: ClusterState) -> None:
+        """Bring the records up to date with the cluster: what Volcano's informer handlers do as objects arrive,
+        outside any session. The scheduler calls it before a session (`Scheduler.ingest`, the simulator and the
+        benchmarks may call it earlier, as objects arrive); the session then takes only what arrived since."""
         self.restore()
         self._cluster = cluster
+        if self.snap is not None and self.version == cluster.version:
+            return  # nothing written since
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
         changed_jobs: set[str] = set()
@@ -150,16 +169,7 @@ class SnapshotCache:
         else:
             changed_jobs |= self._job_uids(changes)
         self.version = cluster.version
-        view = self._view(state)
-        self._update_index(view, changed_jobs if done else None)
-        if self.verify:
-            touched = set(self.touched)
-            check_same(view, snap_mod.build(state, self.names))
-            self.touched.clear()  # check_same reads every job's fit errors: that touched nothing
-            self.touched.update(touched)
-            if self.index is not None:
-                self.index.verify(view.jobs, view.total, self._job_order)
-        return view
+        self._update_index(changed_jobs if done else None)
 
     def opened(self, session: Any) -> None:
         self._last = session
@@ -200,14 +210,17 @@ class SnapshotCache:
         """The job's place in the snapshot's job order: PodGroup jobs, then bare pods' jobs, each by position."""
         return (1 if self.bare_jobs.get(job.uid) is job else 0, self.pos_of[id(job)])
 
-    def _update_index(self, view: Snapshot, changed: set[str] | None) -> None:
+    def _update_index(self, changed: set[str] | None) -> None:
+        """Take the changed jobs (None: all of them) into the job index."""
         index = self.index
-        if index is None:
+        if index is None or self.snap is None:
             return
-        if changed is None or not index.built or index.total != view.total:
-            index.rebuild(view.jobs, view.total, self._job_order)
+        jobs = self.pg_jobs if not self.bare_jobs else {**self.pg_jobs, **self.bare_jobs}
+        total = self.snap.total
+        if changed is None or not index.built or index.total != total:
+            index.rebuild(jobs, total, self._job_order)
         elif changed:
-            index.update(changed, view.jobs, self._job_order)
+            index.update(changed, jobs, self._job_order)
 
     def _view(self, state: ClusterState) -> Snapshot:
         base = self.snap
@@ -254,20 +267,22 @@ class SnapshotCache:
 
     def pod(self, p: Pod, req: Any, job_key: str | None, job: JobInfo | None, bare: JobInfo | None,
             task: TaskInfo | None, node: NodeInfo | None) -> None:
-        pos = self._cluster.position("Pod", p.key)
+        key = p.key
+        pos = self._cluster.position("Pod", key)
         in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
-        self.pods[p.key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
+        self.pods[key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
         if task is not None:
             self.pos_of[id(task)] = pos
         if bare is not None:
             self.pos_of[id(bare)] = pos
         if job_key is not None:
-            self.group_pods.setdefault(job_key, {})[p.key] = None
+            self.group_pods.setdefault(job_key, {})[key] = None
         if job is None and job_key is None and p.spec.scheduler_name in self.names:
-            self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+            self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
+        counts = self.dim_count
         for name in req:
             if name != PODS:
-                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
 
     def _keep(self, job: JobInfo) -> None:
         object.__setattr__(job, "_base_phase", job.phase)

@@ -6,11 +6,38 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 
 - `shared_groups` (allocate): a group of identical tasks (same shape, request and score inputs) keeps its
   feasibility masks and a heap of node scores for the whole action, not only for one job's turn; after each
-  placement only the rows that changed are re-checked and re-scored. Used when every score function scores a
-  node from that node's own state (`Session.node_scores_key`), without node sampling or reservations.
+  placement only the rows that changed are re-checked and re-scored (a few rows in plain ints, keyed by
+  `Session.node_state_key`). Used when every score function scores a node from that node's own state
+  (`Session.node_scores_key`), without node sampling or reservations.
+- `backfill_groups` (backfill): the same for backfill's BestEffort tasks: tasks with equal predicate inputs,
+  request and score inputs keep the rows that pass and fit Idle with their scores in a heap for the whole
+  action, re-checking and re-scoring only the rows placed on since; off for the rest of the action once a
+  placement-sensitive pod is placed.
+- `job_order_key` (enqueue, allocate, backfill): when every JobOrder function says which key it compares
+  (`Session.job_order_key`), the job heaps order jobs by that key taken at push time instead of calling the
+  plugins' comparison functions at every comparison; a job's JobOrder figures do not change while it waits in
+  these heaps.
+- `queue_order_memo` (enqueue, allocate, backfill): the queue heap keeps each pair's QueueOrder answer until
+  the next allocate or deallocate event, when every queue-order function's plugin says its order follows those
+  events alone (`Session.queue_order_cmp_memo`).
+- `queue_bound_memo` (allocate's reasons): the queue-bound reason of a refused job is kept per queue and need
+  until the next allocate or deallocate event (its figures change only then): `reasons.queue_bound_reason`.
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
-  gets a full snapshot every session.
+  gets a full snapshot every session. `Scheduler.ingest()` applies them outside a session, as objects arrive
+  (Volcano's informers); the session's snapshot then takes only what arrived since.
+- `preempt_pruning` (preempt, reclaim): before comparing victim plans node by node, a preemptor task's candidate
+  nodes are narrowed with numpy to those where a plan can exist: the node's future idle plus everything the
+  victims a plan could use might free there (scope "queue": jobs of the preemptor's queue of its priority or
+  lower, its own job left out; scope "cross": queues the victim-set constraints do not refuse outright, e.g. a
+  queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
+  plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
+  left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
+  search): when none does, the task fails unscored, as the search would have found nothing in any order.
+- `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
+  from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
+  version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
+  commit of the action starts a new version.
 - `job_index` (scheduler, with the incremental snapshot): per job, what the plugins' opens sum per queue
   (allocated, request, inqueue, elastic, overcommit's inqueue), drf's share and the resources it names, and
   whether the job is quiet (nothing to place, ready, valid, its PodGroup status already what close writes) are
@@ -29,11 +56,18 @@ from contextlib import contextmanager
 from typing import Iterator
 
 shared_groups = True
+backfill_groups = True
+job_order_key = True
+queue_order_memo = True
+queue_bound_memo = True
 incremental_snapshot = True
+preempt_pruning = True
+preempt_caches = True
 job_index = True
 proportion_memo = True
 
-_NAMES = ("shared_groups", "incremental_snapshot", "job_index", "proportion_memo")
+_NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
+          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo")
 
 
 @contextmanager

@@ -16,10 +16,12 @@ import numpy as np
 
 from magma.api.resources import Resources
 
+from . import fastpath
 from .info import ALLOCATED, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
 S = TaskStatus
+_RUNNING = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole evicts (Volcano's PreemptableStatus)
 
 # Vote values for JobPipelined / JobEnqueueable, as Volcano's util.Permit / Abstain / Reject.
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -102,6 +104,7 @@ class Session:
         # Per extension point, the enabled (plugin, function) lists per tier: asked millions of times in a big
         # session, built once after the plugins registered (add_fn drops the point's entry).
         self._enabled_cache: dict[str, list[list[tuple[str, Callable]]]] = {}
+        self.placement_events = 0  # allocate and deallocate events so far (queue_order_cmp_memo)
 
     @property
     def tasks_by_uid(self) -> dict[str, TaskInfo]:
@@ -116,8 +119,11 @@ class Session:
         self._enabled_cache.pop(point, None)
         if point == "task_order":
             self._enabled_cache.pop("task_order_key", None)
+        if point == "job_order":
+            self._enabled_cache.pop("job_order_key", None)
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
+            self._enabled_cache.pop("row_state", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -148,11 +154,64 @@ class Session:
             return c
         return (a.creation > b.creation) - (a.creation < b.creation) or (a.uid > b.uid) - (a.uid < b.uid)
 
+    def job_order_key(self):
+        """A sort key giving exactly JobOrder's order (`job_order_cmp`) when every enabled job-order function says
+        which key it compares (fn(a, b) orders as key(a) < key(b): an attribute `key` on the function, or a method
+        `job_order_key(job)` on its plugin), and fastpath.job_order_key is on; None otherwise.
+
+        A key is taken when a job is pushed on an OrderedHeap, where the comparison function would be asked at
+        every comparison: the two agree while the jobs in the heap keep their figures, which holds in enqueue,
+        allocate and backfill (a job's JobOrder figures - priority, gang readiness, drf share - change only with
+        its own tasks, placed while it is popped)."""
+        from . import fastpath
+
+        if not fastpath.job_order_key:
+            return None
+        got = self._enabled_cache.get("job_order_key")
+        if got is None:
+            keys = [getattr(fn, "key", None) or getattr(getattr(fn, "__self__", None), "job_order_key", None)
+                    for tier in self._enabled("job_order") for _, fn in tier]
+            if any(k is None for k in keys):
+                got = (None,)
+            else:
+                def key(j: JobInfo, keys=tuple(keys)) -> tuple:
+                    return (*(k(j) for k in keys), j.creation, j.uid)
+                got = (key,)
+            self._enabled_cache["job_order_key"] = got
+        return got[0]
+
     def queue_order_cmp(self, a: QueueInfo, b: QueueInfo) -> int:
         c = self._compare("queue_order", a, b)
         if c:
             return c
         return (a.creation > b.creation) - (a.creation < b.creation) or (a.uid > b.uid) - (a.uid < b.uid)
+
+    def queue_order_cmp_memo(self) -> Callable[[QueueInfo, QueueInfo], int]:
+        """`queue_order_cmp` with each pair's answer kept until the next allocate or deallocate event, for one
+        action's queue heap (fastpath.queue_order_memo): when every enabled queue-order function's plugin says
+        that its order reads only figures that change with those events (`queue_order_follows_placements`:
+        allocations and shares), an action that places nothing (enqueue, backfill's ordering) compares each pair
+        of queues once instead of at every push and pop."""
+        from . import fastpath
+
+        fns = [fn for tier in self._enabled("queue_order") for _, fn in tier]
+        if not fastpath.queue_order_memo or not all(
+                getattr(getattr(fn, "__self__", None), "queue_order_follows_placements", False) for fn in fns):
+            return self.queue_order_cmp
+        memo: dict[tuple[str, str], int] = {}
+        seen = [self.placement_events]
+
+        def cmp(a: QueueInfo, b: QueueInfo) -> int:
+            if seen[0] != self.placement_events:
+                memo.clear()
+                seen[0] = self.placement_events
+            key = (a.name, b.name)
+            c = memo.get(key)
+            if c is None:
+                c = memo[key] = self.queue_order_cmp(a, b)
+            return c
+
+        return cmp
 
     def task_order_cmp(self, a: TaskInfo, b: TaskInfo) -> int:
         c = self._compare("task_order", a, b)
@@ -270,6 +329,23 @@ class Session:
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("preemptable", preemptor, candidates)
 
+    _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
+
+    def victim_order(self, job: JobInfo) -> list[TaskInfo]:
+        """The job's Bound and Running tasks in reverse TaskOrder (the order victims are taken in); callers must not
+        change the list. With fastpath.preempt_caches and a TaskOrder given by sort keys (functions of the tasks
+        alone), kept until a task of the job changes status (its `stats()` are renewed then)."""
+        if not fastpath.preempt_caches or self._task_order_key() is None:
+            return self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+        if self._victim_orders is None:
+            self._victim_orders = {}
+        st = job.stats()
+        got = self._victim_orders.get(job.uid)
+        if got is None or got[0] is not st:
+            tasks = self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+            got = self._victim_orders[job.uid] = (st, tasks)
+        return got[1]
+
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("reclaimable", reclaimer, candidates)
 
@@ -341,7 +417,8 @@ class Session:
     def node_state(self, rows: np.ndarray) -> np.ndarray:
         """Per row, everything a score with a `node_scores_key` reads from the node: its NodeTable row (allocatable,
         used, idle, releasing, pipelined) and what each score plugin keeps per node besides (`row_state(rows)`,
-        e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys."""
+        e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys. `rows` is
+        an index array; `row_state` is also given a slice of one row (`node_state_key`)."""
         t = self.table
         parts = [t.alloc[rows], t.used[rows], t.idle[rows], t.releasing[rows], t.pipelined[rows]]
         for fn in self.node_order_fns():
@@ -350,13 +427,30 @@ class Session:
                 parts.append(np.asarray(row_state(rows), dtype=np.int64).reshape(len(rows), -1))
         return np.concatenate(parts, axis=1)
 
+    def node_state_key(self, row: int) -> bytes:
+        """`node_state` of one row as bytes (`node_state(rows)[i].tobytes()` for that row), by plain row views: a
+        placement changes one row, and allocate's groups key their scores by it."""
+        t = self.table
+        parts = [t.alloc[row].tobytes(), t.used[row].tobytes(), t.idle[row].tobytes(), t.releasing[row].tobytes(),
+                 t.pipelined[row].tobytes()]
+        got = self._enabled_cache.get("row_state")
+        if got is None:
+            got = self._enabled_cache["row_state"] = [
+                rs for fn in self.node_order_fns()
+                if (rs := getattr(getattr(fn, "__self__", None), "row_state", None)) is not None]
+        for row_state in got:
+            parts.append(np.asarray(row_state(slice(row, row + 1)), dtype=np.int64).tobytes())
+        return b"".join(parts)
+
     # ---------------------------------------------------------------- placement (changes session state now)
     def _on_allocate(self, task: TaskInfo) -> None:
+        self.placement_events += 1
         for h in self.event_handlers:
             if h.allocate:
                 h.allocate(task)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
+        self.placement_events += 1
         for h in self.event_handlers:
             if h.deallocate:
                 h.deallocate(task)
@@ -435,9 +529,12 @@ class Session:
                 self.record_event("Warning", "FailedScheduling", "Pod", task.key, f"bind to {node} failed: {e}")
                 return
         self._touch(task)
-        self.table.remove_task(self.nodes[task.node].index, task)
-        task.status = S.BINDING
-        self.table.add_task(self.nodes[task.node].index, task)
+        if task.status in (S.RELEASING, S.PIPELINED):
+            self.table.remove_task(self.nodes[task.node].index, task)
+            task.status = S.BINDING
+            self.table.add_task(self.nodes[task.node].index, task)
+        else:
+            task.status = S.BINDING  # Allocated and Binding hold a node alike: the table stays as it is
         self.binds.append((task.key, task.node))
 
     def commit_evict(self, task: TaskInfo, reason: str) -> None:

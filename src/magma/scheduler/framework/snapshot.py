@@ -254,33 +254,35 @@ def podgroup_skipped(pg: PodGroup) -> str:
 def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: dict[str, int],
           never: set[str]) -> TaskInfo:
     a = p.annotations
-    if p.spec.priority is not None:
-        priority = p.spec.priority
+    spec, meta = p.spec, p.metadata
+    name, namespace = p.name, p.namespace
+    pcn = spec.priority_class_name or ""
+    if spec.priority is not None:
+        priority = spec.priority
     else:
-        priority = pcs.get(p.spec.priority_class_name or "", 1)
+        priority = pcs.get(pcn, 1)
     if TASK_PRIORITY_ANNOTATION in a:
         try:
             priority = int(a[TASK_PRIORITY_ANNOTATION])
         except ValueError:
             pass
-    m = _INDEX.search(p.name)
-    pcn = p.spec.priority_class_name or ""
+    m = _INDEX.search(name)
     preemptable = a.get(PREEMPTABLE_ANNOTATION, p.labels.get(PREEMPTABLE_ANNOTATION))
     return TaskInfo(
-        uid=p.metadata.uid or p.key,
-        name=p.name,
-        namespace=p.namespace,
+        uid=meta.uid or p.key,
+        name=name,
+        namespace=namespace,
         job=job.uid if job else "",
         role=a.get(TASK_SPEC_ANNOTATION, ""),
         index=int(m.group(1)) if m else 0,
-        resreq=Resources({k: v for k, v in req.items() if k != PODS}) if PODS in req else req,
+        resreq=Resources._of({k: v for k, v in req.items() if k != PODS}) if PODS in req else req,
         status=status,
-        node=p.spec.node_name if status is not TaskStatus.PENDING else None,
+        node=spec.node_name if status is not TaskStatus.PENDING else None,
         priority=priority,
         preemptable=_flag(preemptable, job.preemptable if job else True),
-        critical=pcn in CRITICAL_CLASSES or p.namespace == "kube-system",
-        never_preempts=p.spec.preemption_policy == "Never" or pcn in never,
-        creation=_time(p.metadata.creation_timestamp),
+        critical=pcn in CRITICAL_CLASSES or namespace == "kube-system",
+        never_preempts=spec.preemption_policy == "Never" or pcn in never,
+        creation=_time(meta.creation_timestamp),
         pod=p,
         shape=_shape(p),
     )

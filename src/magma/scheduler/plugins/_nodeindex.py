@@ -483,8 +483,9 @@ class NodeIndex:
         m = codes >= 0 if mask is None else (codes >= 0) & mask
         return np.bincount(codes[m], weights=per_row[m], minlength=len(vals))
 
-    def nonzero_requested(self) -> np.ndarray:
-        """(N, 2) cpu and memory of kube-scheduler's NonZeroRequested for each node."""
+    def nonzero_requested(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """(N, 2) cpu and memory of kube-scheduler's NonZeroRequested for each node (for `rows` only, when given:
+        a placement re-scores one row, which should not cost a pass over every node)."""
         if self._nonzero is None:
             self.placed()
             nz = np.zeros((self.n, 2), dtype=np.int64)
@@ -496,9 +497,16 @@ class NodeIndex:
             self._nonzero = nz
         req = self.req()
         t = self.table
-        return np.stack([req[:, t.col[CPU]] if CPU in t.col else np.zeros(self.n, np.int64),
-                         req[:, t.col[MEMORY]] if MEMORY in t.col else np.zeros(self.n, np.int64)],
-                        axis=1) + self._nonzero
+        nz = self._nonzero
+        if rows is not None:
+            req, nz = req[rows], nz[rows]
+        ci, mi = t.col.get(CPU), t.col.get(MEMORY)
+        if ci is not None and mi is not None:
+            return req[:, [ci, mi]] + nz
+        n = len(req)
+        return np.stack([req[:, t.col[CPU]] if CPU in t.col else np.zeros(n, np.int64),
+                         req[:, t.col[MEMORY]] if MEMORY in t.col else np.zeros(n, np.int64)],
+                        axis=1) + nz
 
     def req(self) -> np.ndarray:
         """Requested resources per node (all table columns)."""

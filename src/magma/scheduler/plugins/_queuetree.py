@@ -120,10 +120,11 @@ def amount(name: str, value: int) -> str:
 def share(allocated: Resources, base: Resources) -> float:
     """max over the dimensions of `base` of allocated/base (Volcano's helpers.Share per dimension)."""
     best = 0.0
+    have = allocated._v.get if isinstance(allocated, Resources) else allocated.get
     for k, b in base.items():
         if b <= 0:
             continue
-        s = allocated[k] / b
+        s = have(k, 0) / b
         if s > best:
             best = s
     return best
@@ -132,10 +133,11 @@ def share(allocated: Resources, base: Resources) -> float:
 def dominant_share(allocated: Resources, total: Resources) -> tuple[str, float]:
     """DRF's dominant resource and share of `allocated` against the cluster `total`."""
     best, name = 0.0, ""
+    have = allocated._v.get if isinstance(allocated, Resources) else allocated.get
     for k, t in total.items():
         if t <= 0:
             continue
-        a = allocated[k]
+        a = have(k, 0)
         s = a / t if t else (0.0 if a == 0 else 1.0)
         if s > best:
             best, name = s, k

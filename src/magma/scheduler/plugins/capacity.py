@@ -81,6 +81,10 @@ def capacity_share(at: QueueAttr) -> float:
 
 @plugin(NAME)
 class CapacityPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}
@@ -380,6 +384,13 @@ class CapacityPlugin:
     def report(self) -> dict[str, dict[str, Any]]:
         return {n: at.report() for n, at in self.attrs.items()
                 if not (n == ROOT and self.tree.virtual_root)}
+
+    def report_of(self, name: str) -> dict[str, Any] | None:
+        """`report()`'s entry for one queue (None when it has none): reasons ask for a few queues at a time."""
+        at = self.attrs.get(name)
+        if at is None or (name == ROOT and self.tree.virtual_root):
+            return None
+        return at.report()
 
     def on_session_close(self, ssn: Session) -> None:
         shares = getattr(ssn, "queue_shares", None)

@@ -174,6 +174,10 @@ def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
 
 @plugin(NAME)
 class DrfPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.allocated: dict[str, Resources] = {}
@@ -215,16 +219,35 @@ class DrfPlugin:
             ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.hdrf_victims(actor, cands), False))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
+    # The sum of all jobs' allocations, read by hierarchical DRF only: events add to a plain dict of ints, folded
+    # into the Resources when it is read.
+    @property
+    def total_allocated(self) -> Resources:
+        delta = self._total_delta
+        if delta:
+            self._total = self._total + Resources(delta)
+            self._total_delta = {}
+        return self._total
+
+    @total_allocated.setter
+    def total_allocated(self, value: Resources) -> None:
+        self._total = value
+        self._total_delta: dict[str, int] = {}
+
     def _on_allocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] + task.resreq)
-            self.total_allocated = self.total_allocated + task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) + q
             self._tree = None
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         if task.job in self.allocated:
             self._set(task.job, self.allocated[task.job] - task.resreq)
-            self.total_allocated = self.total_allocated - task.resreq
+            delta = self._total_delta
+            for k, q in task.resreq.items():
+                delta[k] = delta.get(k, 0) - q
             self._tree = None
 
     # -- extension functions
@@ -232,20 +255,34 @@ class DrfPlugin:
         sa, sb = self.shares.get(a.uid, 0.0), self.shares.get(b.uid, 0.0)
         return (sa > sb) - (sa < sb)
 
+    def job_order_key(self, job: JobInfo) -> float:
+        """`job_order` as a sort key (Session.job_order_key)."""
+        return self.shares.get(job.uid, 0.0)
+
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return []
         ls = self.share_of(mine + preemptor.resreq)
-        remaining: dict[str, Resources] = {}
+        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every node
+        # a preemptor looks at): max over the cluster's resources of remaining / total.
+        totals = [(k, v) for k, v in self.total.items() if v > 0]
+        remaining: dict[str, dict[str, int]] = {}
         out = []
         for t in candidates:
-            if t.job not in remaining:
-                if t.job not in self.allocated:
+            rem = remaining.get(t.job)
+            if rem is None:
+                alloc = self.allocated.get(t.job)
+                if alloc is None:
                     continue
-                remaining[t.job] = self.allocated[t.job]
-            remaining[t.job] = remaining[t.job] - t.resreq
-            rs = self.share_of(remaining[t.job])
+                rem = remaining[t.job] = dict(alloc.items())
+            for k, v in t.resreq.items():
+                rem[k] = rem.get(k, 0) - v
+            rs = 0.0
+            for k, v in totals:
+                s = rem.get(k, 0) / v
+                if s > rs:
+                    rs = s
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 out.append(t)
         return out

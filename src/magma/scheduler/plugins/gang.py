@@ -157,7 +157,7 @@ def _validate(job: JobInfo) -> ValidateResult | None:
 
 def gang_whole_job_victims(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """Every task of `job` an action would have to evict to evict the whole job (Bound or Running)."""
-    return ssn.sorted_tasks([t for t in job.tasks.values() if t.status in EVICTABLE])[::-1]
+    return list(ssn.victim_order(job))
 
 
 def gang_breaks_job(ssn: Session, job: JobInfo, evicting: int) -> bool:
@@ -194,7 +194,7 @@ def gang_victims(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
         if job is None:
             continue  # orphan task: its PodGroup is gone
         if job.uid not in whole:
-            evictable = gang_whole_job_victims(ssn, job)
+            evictable = ssn.victim_order(job)  # (gang_whole_job_victims, without the copy)
             whole[job.uid] = bool(evictable) and all(e.uid in offered for e in evictable)
             occupied[job.uid] = ready_num(job)
         if whole[job.uid]:
@@ -277,3 +277,6 @@ def job_order(a: JobInfo, b: JobInfo) -> int:
     if ra == rb:
         return 0
     return 1 if ra else -1
+
+
+job_order.key = is_ready  # type: ignore[attr-defined]  # not ready (False) first: the same order (Session.job_order_key)

@@ -136,7 +136,7 @@ class NodeOrder:
 
     def row_state(self, rows: np.ndarray) -> np.ndarray:
         """What the resource scores read per node besides the NodeTable: requested and NonZeroRequested."""
-        return np.concatenate([self.index.req()[rows], self.index.nonzero_requested()[rows]], axis=1)
+        return np.concatenate([self.index.req()[rows], self.index.nonzero_requested(rows)], axis=1)
 
     # ------------------------------------------------------------ resources
     def _pod_request(self, task: TaskInfo) -> tuple[int, int, int, int, int]:
@@ -161,7 +161,7 @@ class NodeOrder:
         return self.index.req()[rows, t.col[name]]
 
     def _fit_score(self, task: TaskInfo, rows: np.ndarray, most: bool) -> np.ndarray:
-        nz = self.index.nonzero_requested()[rows]
+        nz = self.index.nonzero_requested(rows)
         pc, pm, *_ = self._pod_request(task)
         weight = 1 if most else 50
         total = np.zeros(len(rows), dtype=np.int64)

@@ -24,6 +24,9 @@ def job_order(a: JobInfo, b: JobInfo) -> int:
     return _desc(a.priority, b.priority)
 
 
+job_order.key = lambda j: -j.priority  # type: ignore[attr-defined]  # the same order as a key (Session.job_order_key)
+
+
 def task_order(a: TaskInfo, b: TaskInfo) -> int:
     return _desc(a.priority, b.priority)
 
@@ -31,8 +34,11 @@ def task_order(a: TaskInfo, b: TaskInfo) -> int:
 task_order.key = lambda t: -t.priority  # type: ignore[attr-defined]  # the same order as a sort key (Session.sorted_tasks)
 
 
+_PIPELINED = frozenset({TaskStatus.PIPELINED})
+
+
 def starving(job: JobInfo) -> bool:
-    return job.count(READY) + job.count({TaskStatus.PIPELINED}) < len(job.tasks)
+    return job.count(READY) + job.count(_PIPELINED) < len(job.tasks)  # (frozensets: counted once per change)
 
 
 def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:

@@ -214,6 +214,10 @@ def fill(pool: Resources, members: list[QueueAttr]) -> None:
 
 @plugin(NAME)
 class ProportionPlugin:
+    # Its queue order reads only allocations and shares, which change by allocate/deallocate events
+    # (Session.queue_order_cmp_memo).
+    queue_order_follows_placements = True
+
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}
@@ -236,15 +240,40 @@ class ProportionPlugin:
         """The queue and its ancestors below root that take part, nearest first."""
         return [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT]
 
+    _paths: "dict[str, list[QueueAttr]] | None" = None  # per queue: its attrs and its ancestors', root included
+
+    def _path(self, queue: str) -> list[QueueAttr]:
+        paths = self._paths
+        if paths is None:
+            paths = self._paths = {}
+        got = paths.get(queue)
+        if got is None:
+            got = paths[queue] = [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs]
+        return got
+
     def _move(self, task: TaskInfo, sign: int) -> None:
         job = self.ssn.jobs.get(task.job)
         if job is None or job.queue not in self.attrs:
             return
-        for n in (job.queue, *self.tree.ancestors(job.queue)):
-            at = self.attrs.get(n)
-            if at is not None:
-                at.allocated = at.allocated + task.resreq if sign > 0 else at.allocated - task.resreq
-                at.update_share()
+        changes = [(k, q if sign > 0 else -q) for k, q in task.resreq.items()]
+        for at in self._path(job.queue):
+            # at.allocated +/- the request, in plain ints (as Resources arithmetic gives it: zeros dropped)
+            v = dict(at.allocated.items())
+            for k, q in changes:
+                n = v.get(k, 0) + q
+                if n:
+                    v[k] = n
+                else:
+                    v.pop(k, None)
+            at.allocated = Resources._of(v)
+            # at.update_share(), over the new dict: share() is max over deserved's dimensions of allocated/deserved
+            best = 0.0
+            for k, b in at.deserved.items():
+                if b > 0:
+                    x = v.get(k, 0) / b
+                    if x > best:
+                        best = x
+            at.share = best
 
     def _on_allocate(self, task: TaskInfo) -> None:
         self._move(task, 1)
@@ -275,10 +304,14 @@ class ProportionPlugin:
             return f"queue {queue.name} is not a leaf queue; only leaf queues hold jobs"
         req = task.resreq
         dims = requested_dims(req)
-        for at in self.chain(queue.name):
+        wanted = [(r, req[r]) for r in dims]
+        for at in self._path(queue.name):
+            if at.name == ROOT:
+                continue  # (chain(): the queues below root)
             alloc, deserved = at.allocated, at.deserved
-            if all(alloc[r] + req[r] <= deserved[r] for r in dims):
-                continue  # (the common case, without making the future allocation)
+            have, limit = alloc._v.get, deserved._v.get  # the common case in plain ints, without the future sum
+            if all(have(r, 0) + q <= limit(r, 0) for r, q in wanted):
+                continue
             bad = exceeding_on(alloc + req, deserved, dims)
             if bad:
                 return f"queue {at.name}: " + ", ".join(
@@ -287,7 +320,18 @@ class ProportionPlugin:
         return None
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self.not_allocatable(queue, task) is None
+        """`not_allocatable(queue, task) is None`, without making the message (asked at every placement)."""
+        if queue.state != "Open" or not self.tree.is_leaf(queue.name):
+            return False
+        wanted = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
+        for at in self._path(queue.name):
+            if at.name == ROOT:
+                continue
+            have, limit = at.allocated._v.get, at.deserved._v.get
+            for r, q in wanted:
+                if have(r, 0) + q > limit(r, 0):
+                    return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Whether the queue may reclaim for `task`: Open, a leaf, and within its own deserved with the task.
@@ -377,6 +421,13 @@ class ProportionPlugin:
     def report(self) -> dict[str, dict[str, Any]]:
         return {n: at.report() for n, at in self.attrs.items()
                 if not (n == ROOT and self.tree.virtual_root)}
+
+    def report_of(self, name: str) -> dict[str, Any] | None:
+        """`report()`'s entry for one queue (None when it has none): reasons ask for a few queues at a time."""
+        at = self.attrs.get(name)
+        if at is None or (name == ROOT and self.tree.virtual_root):
+            return None
+        return at.report()
 
     def on_session_close(self, ssn: Session) -> None:
         shares = getattr(ssn, "queue_shares", None)

@@ -1,0 +1,169 @@
+"""Preempt and reclaim decide exactly the same with and without their fast paths (`fastpath.preempt_pruning`,
+`fastpath.preempt_caches`), each switched off alone or both.
+
+The simulations of test_fast_paths.py evict now and then; this test makes eviction the common case: random small
+clusters filled with running gangs (some at priority `low`, some not preemptable, some bare pods) in two queues of
+a queue tree, and pending gangs at priority `high` in those queues (preempt) or in queues that run nothing
+(reclaim). Two sessions each (the second after the evicted pods are gone), with and without the fast paths:
+binds, evictions, phases and reasons must be equal. A fixed sample of seeds must show both preempt and reclaim
+evicting, so that the comparison is not vacuous.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from magma.api.config import parse_config
+from magma.api.defaults import builtin_priority_classes, builtin_queues
+from magma.api.objects import Object, Pod, PodGroup, PriorityClass
+from magma.cluster.memory import MemoryCluster
+from magma.scheduler.framework import fastpath
+from magma.scheduler.scheduler import Scheduler
+
+from test_fast_paths import node, queue
+
+CONF = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+def _config(actions: str):
+    res = parse_config(CONF.replace("enqueue, allocate, preempt, reclaim, backfill", actions))
+    assert res.config is not None, res.messages()
+    return res.config
+
+
+def job(name: str, rng: random.Random, queue_name: str, pc: str | None, size: int, gpus: int,
+        on: list[str] | None, t: float) -> list[Object]:
+    ns = rng.choice(["a", "b"])
+    req: dict[str, str] = {"cpu": rng.choice(["1", "2"]), "memory": "4Gi"}
+    if gpus:
+        req["nvidia.com/gpu"] = str(gpus)
+    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": req}}]}
+    if pc:
+        spec["priorityClassName"] = pc
+    if rng.random() < 0.1:
+        spec["nodeSelector"] = {"gpu-type": "a"}
+    pg_ann: dict[str, str] = {}
+    if on and rng.random() < 0.1:
+        pg_ann["volcano.sh/preemptable"] = "false"
+    pg_spec: dict[str, Any] = {"minMember": rng.randint(1, size), "queue": queue_name}
+    if pc:
+        pg_spec["priorityClassName"] = pc
+    if gpus and rng.random() < 0.5:
+        pg_spec["minResources"] = {"nvidia.com/gpu": str(gpus * pg_spec["minMember"])}
+    objs: list[Object] = [PodGroup.model_validate({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns, "uid": f"pg-{name}", "creationTimestamp": t, "annotations": pg_ann},
+        "spec": pg_spec, "status": {"phase": "Running" if on else "Pending"}})]
+    for i in range(size):
+        spec_i = dict(spec)
+        if on:
+            spec_i["nodeName"] = on[i]
+        objs.append(Pod.model_validate({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{i}", "namespace": ns, "uid": f"p-{name}-{i}", "creationTimestamp": t,
+                         "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "worker"}},
+            "spec": spec_i, "status": {"phase": "Running" if on else "Pending"}}))
+    return objs
+
+
+def full_cluster(seed: int, n_nodes: int, n_pending: int) -> list[Object]:
+    """Nodes filled (first fit on GPUs and pods) with running gangs of qa and qb, then pending gangs."""
+    rng = random.Random(seed)
+    nodes = [node(i, rng) for i in range(n_nodes)]
+    objs: list[Object] = list(nodes)
+    objs += [queue("root", None, 1, None), queue("org", "root", 2, rng.choice([None, 64])),
+             queue("qa", "org", rng.randint(1, 3), None), queue("qb", "org", 1, None),
+             queue("qc", "root", rng.randint(1, 2), None), queue("qd", "org", 1, None)]
+    objs += [PriorityClass.model_validate({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                           "metadata": {"name": n}, "value": v}) for n, v in (("low", 10), ("high", 1000))]
+    have = {o.name for o in objs if isinstance(o, (PriorityClass,)) or getattr(o, "KIND", "") == "Queue"}
+    objs += [q for q in builtin_queues() if q.name not in have]
+    objs += [pc for pc in builtin_priority_classes() if pc.name not in have]
+    free = {n.name: [int(str(n.status.allocatable["nvidia.com/gpu"])), int(str(n.status.allocatable["pods"]))]
+            for n in nodes}
+    j = 0
+    misses = 0
+    while misses < 20:
+        size, gpus = rng.randint(1, 4), rng.choice([1, 1, 2, 4])
+        on = []
+        for _ in range(size):
+            fits = [n for n, (g, p) in free.items() if g >= gpus and p >= 1]
+            if not fits:
+                break
+            pick = rng.choice(fits[:3])
+            free[pick][0] -= gpus
+            free[pick][1] -= 1
+            on.append(pick)
+        if len(on) < size:
+            for n in on:
+                free[n][0] += gpus
+                free[n][1] += 1
+            misses += 1
+            continue
+        objs += job(f"r{j}", rng, rng.choice(["qa", "qa", "qb"]), rng.choice(["low", None]), size, gpus, on, float(j))
+        j += 1
+    for k in range(n_pending):
+        q = rng.choice(["qa", "qb", "qc", "qd"])
+        pc = rng.choice(["high", "high", None]) if q in ("qa", "qb") else rng.choice(["high", None])
+        objs += job(f"p{k}", rng, q, pc, rng.randint(1, 4), rng.choice([1, 2, 4]), None, 1000.0 + k)
+    return objs
+
+
+# With preempt first, preempt's own reclaiming across queues (docs/volcano-differences.md) leaves reclaim little.
+ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, reclaim, backfill"]
+
+
+SWITCHES = [("preempt_pruning", "preempt_caches"), ("preempt_pruning",), ("preempt_caches",)]
+
+
+def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0],
+             switches: tuple[str, ...] = SWITCHES[0]) -> tuple:
+    cluster = MemoryCluster(full_cluster(seed, n_nodes, n_pending), clock=lambda: 1000.0)
+    scheduler = Scheduler(cluster, _config(actions))
+    ctx = contextlib.nullcontext() if fast else fastpath.disabled(*switches)
+    out = []
+    with ctx:
+        for _ in range(2):
+            r = scheduler.run_once()
+            out.append((r.binds, r.evictions, sorted(r.phases.items()), sorted(r.reasons.items())))
+            cluster.finish_deletions(float("inf"))
+    return tuple(out)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 12), n_pending=st.integers(1, 8),
+       actions=st.sampled_from(ACTIONS), switches=st.sampled_from(SWITCHES))
+def test_preempt_and_reclaim_decide_the_same_with_and_without_fast_paths(seed, n_nodes, n_pending, actions,
+                                                                         switches):
+    assert (sessions(seed, n_nodes, n_pending, False, actions, switches)
+            == sessions(seed, n_nodes, n_pending, True, actions))
+
+
+def test_the_workload_makes_preempt_and_reclaim_evict():
+    """Most seeds evict (so the comparison above is not vacuous), by preempt and by reclaim."""
+    evicting: dict[str, int] = {"preempt": 0, "reclaim": 0}
+    for actions in ACTIONS:
+        for seed in range(10):
+            reasons = {reason for (_, evictions, _, _) in sessions(seed, 8, 6, True, actions) for _, reason in evictions}
+            for r in reasons & set(evicting):
+                evicting[r] += 1
+    assert evicting["preempt"] >= 5 and evicting["reclaim"] >= 3, evicting
