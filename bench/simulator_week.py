@@ -100,6 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--days", type=float, default=7.0)
     p.add_argument("--emergency-every", type=float, default=12.0, help="hours between emergency jobs (0: none)")
     p.add_argument("--period", type=float, default=1.0, help="session period in seconds (default 1)")
+    p.add_argument("--json-out", help="write the simulation result (magma simulate --json's contract) to this path")
     common_args(p)
     args = p.parse_args(argv)
     print(f"magma simulator benchmark: seed cluster (32 x 8 H100), {args.jobs} jobs over {args.days:g} days, "
@@ -149,6 +150,12 @@ def main(argv=None) -> int:
           f"pods bound {figures['binds']}, evicted {figures['evictions']} | peak RSS {figures['maxRssMiB']} MiB "
           f"| stopped: {trace.stop_reason}")
     emit(figures, args.json)
+    if args.json_out:
+        import json
+
+        from magma.sim.result import build_result
+
+        Path(args.json_out).write_text(json.dumps(build_result(sim), indent=1, sort_keys=True, default=str))
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from magma.api.objects import Command, Queue
 from magma.cluster.interface import Cluster, ClusterError, ClusterState
+from magma.scheduler.framework import fastpath
 
 OPEN = "Open"
 CLOSED = "Closed"
@@ -47,6 +48,10 @@ class QueueController:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self._changed = False
+        # PodGroup counts kept from the cluster's change log (fastpath.event_driven_controller)
+        self._version: int | None = None
+        self._seen: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase) counted
+        self._kept: dict[str, dict[str, int]] = {}  # queue -> phase -> PodGroups
 
     # ---------------------------------------------------------------- public
     def sync(self) -> bool:
@@ -68,7 +73,7 @@ class QueueController:
             else:
                 self.cluster.record_event("Warning", "Command", "Queue", queue.name,
                                           f"unknown queue action {cmd.action!r} (OpenQueue, CloseQueue)")
-        counts = self._counts(state)
+        counts = self._kept_counts(state)
         for name in sorted(state.queues):
             queue = state.queues[name]
             self._sync_queue(state, queue, counts.get(name, {}))
@@ -168,6 +173,39 @@ class QueueController:
         if any(getattr(queue.status, k, None) != v for k, v in status.items()):
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
+
+    def _kept_counts(self, state: ClusterState) -> dict[str, dict[str, int]]:
+        """`_counts(state)`, kept up to date from the PodGroups written since the last sync when the cluster keeps
+        a change log (only the queue and phase of a PodGroup count)."""
+        changes_since = getattr(self.cluster, "changes_since", None)
+        if not fastpath.event_driven_controller or changes_since is None:
+            self._version = None
+            return self._counts(state)
+        changes = changes_since(self._version) if self._version is not None else None
+        self._version = self.cluster.version  # type: ignore[attr-defined]
+        if changes is None:
+            self._seen = {k: ((pg.spec.queue or "default"), pg.status.phase or "Pending")
+                          for k, pg in state.podgroups.items()}
+            self._kept = self._counts(state)
+        else:
+            for kind, key in changes:
+                if kind != "PodGroup":
+                    continue
+                old = self._seen.pop(key, None)
+                if old is not None:
+                    per = self._kept[old[0]]
+                    per[old[1]] -= 1
+                    if not per[old[1]]:
+                        del per[old[1]]
+                    if not per:
+                        del self._kept[old[0]]
+                pg = state.podgroups.get(key)
+                if pg is not None:
+                    q, phase = pg.spec.queue or "default", pg.status.phase or "Pending"
+                    self._seen[key] = (q, phase)
+                    per = self._kept.setdefault(q, {})
+                    per[phase] = per.get(phase, 0) + 1
+        return self._kept
 
     @staticmethod
     def _counts(state: ClusterState) -> dict[str, dict[str, int]]:

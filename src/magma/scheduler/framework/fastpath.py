@@ -11,6 +11,14 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `incremental_snapshot` (scheduler): the scheduler keeps the previous session's records and applies only the
   objects the cluster reports as changed since (`MemoryCluster.changes_since`); a cluster without a change log
   gets a full snapshot every session.
+- `event_driven_controller` (controller): the job controller syncs only the jobs whose Job, PodGroup or pods
+  were written since its previous sync (the cluster's change log), whose commands arrived or whose timers
+  (delayed actions, ttl) are due, as Volcano's work queue of job keys does; the queue controller keeps its
+  PodGroup counts from the same log. A cluster without a change log gets a full sync every time.
+- `incremental_recorder` (simulator): the recorder and the virtual kubelet follow the pods the change log names
+  instead of scanning every pod at every step.
+- `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
+  session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
 """
 
 from __future__ import annotations
@@ -20,8 +28,12 @@ from typing import Iterator
 
 shared_groups = True
 incremental_snapshot = True
+event_driven_controller = True
+incremental_recorder = True
+skip_quiet_sessions = True
 
-_NAMES = ("shared_groups", "incremental_snapshot")
+_NAMES = ("shared_groups", "incremental_snapshot", "event_driven_controller", "incremental_recorder",
+          "skip_quiet_sessions")
 
 
 @contextmanager
