@@ -65,6 +65,7 @@ class Trace:
     # for the job; and the jobs that started as backfill (out of order while a reservation held against them)
     reservations: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
     backfilled: set[str] = field(default_factory=set)
+    skipped_sessions: int = 0  # sessions not run because they would have repeated the last one (see the loop)
     stop_reason: str = ""
     end_time: float = 0.0
 
@@ -93,6 +94,11 @@ class Simulation:
         self._open_runs: set[str] = set()  # pod uids whose last run has not ended
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
+        # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
+        # it, its result, the events it recorded)
+        self._quiet: tuple[int, SessionResult, list[tuple]] | None = None
+        self._pure_config = (set(scenario.config.runnable_actions) <= PURE_ACTIONS
+                             and {p.name for p in scenario.config.plugins()} <= PURE_PLUGINS)
 
     # ---------------------------------------------------------------- timed inputs
     def _apply_timed(self, now: float) -> bool:
@@ -136,8 +142,7 @@ class Simulation:
             changed = self._apply_timed(t)
             changed |= self.kubelet.step(t)
             changed |= self.controller.sync()
-            result = self.scheduler.run_once()
-            self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+            result = self._session(t)
             self.trace.last = result
             started = self.kubelet.start_bound(t)
             self.kubelet.step(t)
@@ -173,6 +178,32 @@ class Simulation:
             t = nxt
         self.trace.end_time = t
         return self.trace
+
+    def _session(self, t: float) -> SessionResult:
+        """Run a scheduler session, or skip one that would repeat the last (see the module docstring)."""
+        cluster = self.cluster
+        quiet = self._quiet
+        if quiet is not None and fastpath.skip_quiet_sessions:
+            since = cluster.changes_since(quiet[0])
+            if since is not None and all(kind in NOT_SCHEDULER_INPUTS for kind, _ in since):
+                for ev in quiet[2]:
+                    cluster.record_event(*ev)
+                self.trace.skipped_sessions += 1
+                return quiet[1]
+        self._quiet = None
+        state = cluster.state()
+        version, n_events = cluster.version, len(cluster.events)
+        queues = {name: dict(q.status.__dict__) for name, q in state.queues.items()}
+        result = self.scheduler.run_once()
+        self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+        if self._pure_config and not result.binds and not result.evictions:
+            written = cluster.changes_since(version)
+            # quiet: nothing written but the queues' status, and that as it was
+            if written is not None and all(kind == "Queue" for kind, _ in written) and \
+                    queues == {name: dict(q.status.__dict__) for name, q in state.queues.items()}:
+                events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
+                self._quiet = (cluster.version, result, events)
+        return result
 
     # ---------------------------------------------------------------- recording
     def _track_jobs(self, t: float, state) -> None:
@@ -247,6 +278,15 @@ class Simulation:
 
 
 FINAL_PHASES = {"Completed", "Failed", "Aborted", "Terminated"}
+
+#: Actions and plugins whose session is a function of the snapshot alone: they read neither the clock nor anything
+#: kept from earlier sessions (sla, fairshare and reservation read the clock; fairshare and reservation keep
+#: state across sessions). Sessions are skipped only when the config has nothing else.
+PURE_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
+PURE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
+                          "nodeorder", "binpack", "capacity", "task-topology", "magma"})
+#: Kinds the scheduler's snapshot does not read (it reads pods, PodGroups, nodes, queues and PriorityClasses).
+NOT_SCHEDULER_INPUTS = frozenset({"Job", "Command"})
 
 
 class _Recorder:
