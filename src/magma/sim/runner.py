@@ -6,6 +6,29 @@ At every session time t = 0, period, 2·period, …:
 Stretches where nothing can change are skipped: when the last session changed nothing and no timer is due
 before the next event (arrival, deletion, completion), the clock jumps to that event's session time. The
 decisions are the same as running every idle session; only faster.
+
+Why a job costs about six sessions, and which of them are skipped (fastpath.skip_quiet_sessions). A job that
+finds room goes: arrival (the controller makes its PodGroup; the session enqueues it, writing its status; the
+controller then makes its pods) → the next session binds them (they start; the controller marks the job
+Running) → the next writes the PodGroup's Running status → the next finds nothing to do, and the loop jumps.
+At completion: the kubelet finishes the pods, the controller marks the job Completed, a session writes the
+PodGroup's status (and gives the room to others), the next finds nothing. At ttl deletion: the controller
+deletes the Job, PodGroup and pods, a session drops the job (its result's phases change, which counts as a
+change), the next finds nothing. Each "finds nothing" session follows a change, so the loop must look again.
+
+A session is a function of its inputs: the cluster objects the snapshot reads (pods, PodGroups, nodes, queues,
+PriorityClasses), the clock for plugins that read it, and what plugins keep across sessions. With a config of
+actions and plugins that read neither the clock nor anything kept (PURE_ACTIONS, PURE_PLUGINS: not sla,
+fairshare, reservation), a session is not run again when the last session that ran was quiet (no binds, no
+evictions, nothing written to the cluster but the queues' status, unchanged) and nothing but Jobs and Commands
+(which the scheduler does not read) was written since it ended: run again, it would see the same snapshot and
+decide the same. Its result is reused, the events it recorded are recorded again (at the new time, as a run
+would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
+`summary.sessions`) lists the sessions that ran, with `trace.skipped_sessions` counting the others. The
+"finds nothing" session after the ttl deletion is the typical skip: its inputs are those of the session
+before. The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
+(phase, conditions), and only running it tells whether that changes anything.
+tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
 
 from __future__ import annotations
