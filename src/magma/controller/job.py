@@ -640,11 +640,22 @@ class JobController:
         self._read_evictions()
         commands = self._job_commands(state)
         keys, by_job, noted = self._jobs_to_sync(state, now, commands)
+        index = self._index
         for key in keys:
             job = state.jobs.get(key)
             if job is None:
                 continue
-            self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+            if index is not None:
+                index.refresh()
+                touched_before = key in index.touched
+            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+            if index is not None and settled:
+                # Its own writes do not call for another sync of it: the sync ended at a fixed point (its last
+                # pass wrote nothing, no request was left), and what it wrote it has taken in (pods it made or
+                # deleted are in its memory; its PodGroup phase is the one it saw or made).
+                index.refresh()
+                if not touched_before:
+                    index.touched.discard(key)
         if self._index is not None:
             self._note(state, noted)
         for key, cmds in commands.items():  # commands aimed at jobs that do not exist
@@ -745,10 +756,11 @@ class JobController:
 
     # ================================================================ per job
     def _sync_one(self, job: Job, state: ClusterState, now: float, pods: dict[str, Pod],
-                  commands: list[Command]) -> None:
+                  commands: list[Command]) -> bool:
+        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left)."""
         key = job.key
         if job.metadata.deletion_timestamp is not None:
-            return
+            return True
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
         ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
@@ -764,20 +776,25 @@ class JobController:
         requests += self._observe_podgroup(ctx)
         requests += self._due_delayed(ctx)
 
+        settled = False
         for _ in range(MAX_ROUNDS):
             for req in requests:
                 self._handle(ctx, req)
+            quiet = False
             for _ in range(MAX_PASSES):
                 before = ctx.writes
                 self._default_pass(ctx)
                 if ctx.new_requests or ctx.writes == before:
+                    quiet = not ctx.new_requests and ctx.writes == before
                     break
             requests, ctx.new_requests = ctx.new_requests, []
             if not requests:
+                settled = quiet
                 break
 
         self._podgroup_pending_event(ctx)
-        self._ttl(ctx)
+        self._ttl(ctx)  # what it may write (the finish time) is read back as a timer (`_note`)
+        return settled
 
     def _prepare(self, job: Job, now: float) -> None:
         """A uid, a creation time and Volcano's mutating defaults, written once when missing."""

@@ -334,6 +334,7 @@ class _Recorder:
         self.podgroups: set[str] = set()
         self.running: dict[str, tuple] = {}  # pod key -> (pod, GPUs) of pods running on a node
         self.groups: dict[str, int] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
+        self.group_queue: dict[str, str | None] = {}  # PodGroup key in groups -> its queue when last summed
         self.counted: dict[str, str] = {}  # running pod key -> the owner it counts for
         self.count: dict[str, int] = {}  # owner -> running pods
         self.by_queue: dict[str, float] = {}
@@ -373,8 +374,9 @@ class _Recorder:
                 if (key in known) != (key in now_in):  # appeared or disappeared: owners of its pods may change
                     pods |= self.refs.get(ident, set())
                     (known.add if key in now_in else known.discard)(key)
-                if kind == "PodGroup" and key in self.groups:
-                    requeue = True  # a running pod's queue may have changed
+                if kind == "PodGroup" and key in self.groups and \
+                        self.group_queue.get(key, "") != _podgroup_queue(state, key):
+                    requeue = True  # a running pod's queue changed
             elif kind == "Node":
                 nodes = True
         position = cluster.position
@@ -458,6 +460,7 @@ class _Recorder:
                 q = _queue_of(pod, state)
                 by_queue[q] = by_queue.get(q, 0.0) + gpus
             self.by_queue = by_queue
+            self.group_queue = {key: _podgroup_queue(state, key) for key in self.groups}
         if nodes:
             self.total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
         if self.deserved[0] is not result.queue_shares:
@@ -495,6 +498,12 @@ class _Recorder:
                 if any(o.kind == "Job" for o in pg.metadata.owner_references):
                     continue
                 _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
+
+
+def _podgroup_queue(state, key: str) -> str | None:
+    """The queue a PodGroup gives its pods (None: no such PodGroup, the pod's own annotation counts)."""
+    pg = state.podgroups.get(key)
+    return (pg.spec.queue or "default") if pg is not None else None
 
 
 def _group_key(pod) -> str | None:
