@@ -5,6 +5,12 @@ reads what is there, works out what happened since the last sync (pods that fail
 PodGroups that went Unknown; Commands), applies the lifecycle policies, then drives the job's state machine to
 a fixed point. Calling it again without anything changing in between changes nothing.
 
+Event-driven (fastpath.event_driven_controller), on a cluster with a change log (`MemoryCluster.changes_since`):
+a sync visits only the jobs that something happened to since the previous sync: their Job, PodGroup, pods or
+owned objects were written, a command for them arrived, or a delayed action or ttl of theirs is due (Volcano's
+informers and work queue of job keys). By the sentence above, the others would change nothing. `_JobIndex`
+keeps the log's reading: touched jobs, pods per job, objects per owner.
+
 What it does, as Volcano's job controller does it (pkg/controllers/job: job_controller_actions.go, state/,
 job_controller_util.go), restated:
 

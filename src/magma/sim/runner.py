@@ -216,14 +216,14 @@ class Simulation:
         self._quiet = None
         state = cluster.state()
         version, n_events = cluster.version, len(cluster.events)
-        queues = {name: dict(q.status.__dict__) for name, q in state.queues.items()}
+        queues = {name: _status_of(q) for name, q in state.queues.items()}
         result = self.scheduler.run_once()
         self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
         if self._pure_config and not result.binds and not result.evictions:
             written = cluster.changes_since(version)
             # quiet: nothing written but the queues' status, and that as it was
             if written is not None and all(kind == "Queue" for kind, _ in written) and \
-                    queues == {name: dict(q.status.__dict__) for name, q in state.queues.items()}:
+                    queues == {name: _status_of(q) for name, q in state.queues.items()}:
                 events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
                 self._quiet = (cluster.version, result, events)
         return result
@@ -498,6 +498,11 @@ class _Recorder:
                 if any(o.kind == "Job" for o in pg.metadata.owner_references):
                     continue
                 _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
+
+
+def _status_of(queue) -> tuple[dict, dict]:
+    """A queue's status fields, declared and extra (allocated, PodGroup counts), as copies to compare."""
+    return dict(queue.status.__dict__), dict(queue.status.__pydantic_extra__ or {})
 
 
 def _podgroup_queue(state, key: str) -> str | None:
