@@ -20,7 +20,8 @@ A session is a function of its inputs: the cluster objects the snapshot reads (p
 PriorityClasses), the clock for plugins that read it, and what plugins keep across sessions. With a config of
 actions and plugins that read neither the clock nor anything kept (PURE_ACTIONS, PURE_PLUGINS: not sla,
 fairshare, reservation), a session is not run again when the last session that ran was quiet (no binds, no
-evictions, nothing written to the cluster but the queues' status, unchanged) and nothing but Jobs and Commands
+evictions, nothing written to the cluster but the queues' allocated resources, which nothing in the loop reads)
+and nothing but Jobs and Commands
 (which the scheduler does not read) was written since it ended: run again, it would see the same snapshot and
 decide the same. Its result is reused, the events it recorded are recorded again (at the new time, as a run
 would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
@@ -221,7 +222,7 @@ class Simulation:
         self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
         if self._pure_config and not result.binds and not result.evictions:
             written = cluster.changes_since(version)
-            # quiet: nothing written but the queues' status, and that as it was
+            # quiet: nothing written but the queues' status, and nothing of it the scheduler reads
             if written is not None and all(kind == "Queue" for kind, _ in written) and \
                     queues == {name: _status_of(q) for name, q in state.queues.items()}:
                 events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
@@ -500,9 +501,12 @@ class _Recorder:
                 _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
 
 
-def _status_of(queue) -> tuple[dict, dict]:
-    """A queue's status fields, declared and extra (allocated, PodGroup counts), as copies to compare."""
-    return dict(queue.status.__dict__), dict(queue.status.__pydantic_extra__ or {})
+def _status_of(queue) -> str | None:
+    """What the scheduler reads of a queue's status: its state. (A session writes the queue's allocated resources,
+    an extra status field nothing in the loop reads: the scheduler builds queues from spec, metadata and state,
+    the queue controller reads state and PodGroup counts. Run again on the same inputs, a session would write the
+    same allocated resources again.)"""
+    return queue.status.state
 
 
 def _podgroup_queue(state, key: str) -> str | None:
