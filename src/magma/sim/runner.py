@@ -21,9 +21,8 @@ PriorityClasses), the clock for plugins that read it, and what plugins keep acro
 actions and plugins that read neither the clock nor anything kept (PURE_ACTIONS, PURE_PLUGINS: not sla,
 fairshare, reservation), a session is not run again when the last session that ran was quiet (no binds, no
 evictions, nothing written to the cluster but the queues' allocated resources, which nothing in the loop reads)
-and nothing but Jobs and Commands
-(which the scheduler does not read) was written since it ended: run again, it would see the same snapshot and
-decide the same. Its result is reused, the events it recorded are recorded again (at the new time, as a run
+and nothing but Jobs and Commands (which the scheduler does not read) was written since it ended: run again, it
+would see the same snapshot and decide the same (and write the same allocated resources again). Its result is reused, the events it recorded are recorded again (at the new time, as a run
 would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
 `summary.sessions`) lists the sessions that ran, with `trace.skipped_sessions` counting the others. The
 "finds nothing" session after the ttl deletion is the typical skip: its inputs are those of the session
