@@ -229,7 +229,10 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> t
         SnapshotCache.verify = False
     result = build_result(sim)
     result.pop("summary")  # latencies
-    sessions = [(s.time, s.binds, s.evictions) for s in trace.sessions]
+    # every step's time and allocation, and the sessions that acted (skip_quiet_sessions leaves out sessions that
+    # would repeat a quiet one: tests/property/test_sim_fast_paths.py)
+    sessions = ([(s.time, s.gpu_allocated) for s in trace.samples],
+                [(s.time, s.binds, s.evictions) for s in trace.sessions if s.binds or s.evictions])
     events = [(e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
     if fast:
         assert sim.scheduler.cache is not None and sim.scheduler.cache.incremental_builds > 0

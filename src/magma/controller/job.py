@@ -5,6 +5,12 @@ reads what is there, works out what happened since the last sync (pods that fail
 PodGroups that went Unknown; Commands), applies the lifecycle policies, then drives the job's state machine to
 a fixed point. Calling it again without anything changing in between changes nothing.
 
+Event-driven (fastpath.event_driven_controller), on a cluster with a change log (`MemoryCluster.changes_since`):
+a sync visits only the jobs that something happened to since the previous sync: their Job, PodGroup, pods or
+owned objects were written, a command for them arrived, or a delayed action or ttl of theirs is due (Volcano's
+informers and work queue of job keys). By the sentence above, the others would change nothing. `_JobIndex`
+keeps the log's reading: touched jobs, pods per job, objects per owner.
+
 What it does, as Volcano's job controller does it (pkg/controllers/job: job_controller_actions.go, state/,
 job_controller_util.go), restated:
 
@@ -115,6 +121,7 @@ from magma.api.objects import (
 from magma.api.quantity import Quantity
 from magma.api.resources import PODS, Resources
 from magma.cluster.interface import Cluster, ClusterError, ClusterState
+from magma.scheduler.framework import fastpath
 
 from . import jobplugins
 from .jobplugins.base import DEFAULT_TASK_SPEC, JOB_NAMESPACE_LABEL, PluginContext, controller_ref, task_of
@@ -205,6 +212,15 @@ def _time(ts: object) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _ttl_due(job: Job) -> float | None:
+    """When a finished job's ttlSecondsAfterFinished runs out (None: not finished, no ttl)."""
+    ttl = job.spec.ttl_seconds_after_finished
+    if ttl is None or job.status.state.phase not in FINISHED:
+        return None
+    finished = _time(job.status.state.last_transition_time)
+    return finished + ttl if finished is not None else None
 
 
 def go_duration(seconds: float) -> str:
@@ -426,6 +442,173 @@ class _Ctx:
 UpdateFn = Callable[[_St, _Ctx], None]
 
 
+# ---------------------------------------------------------------- the change log, read for the event-driven sync
+
+#: Kinds of the side objects job plugins own (deleted with the Job, collected as orphans).
+OWNED_KINDS = ("Service", "ConfigMap", "Secret", "NetworkPolicy")
+#: Kinds the job controller does not read at all (other than commands, which it reads whole every sync).
+_NOT_READ = frozenset({"Queue", "Node", "Command"})
+
+
+class _JobIndex:
+    """What the job controller needs from the cluster's change log (`MemoryCluster.changes_since`) to sync only
+    the jobs something happened to, as Volcano's informers feed a work queue of job keys:
+
+    - `touched`: job keys named by writes since they were last taken: the Job itself, its pods (by the
+      `volcano.sh/job-name` annotation, before and after the write), the PodGroup it reads, objects it controls;
+    - `pods_of`: pod keys per job key (the annotation), so a job's pods are found without scanning all pods;
+    - `owned`: objects whose controller owner is a Job, by owner uid and (for refs without uid) by name, for the
+      garbage collection of a deleted Job's objects;
+    - `full`: a write it cannot attribute (PriorityClasses, unowned side objects, unknown kinds, a log that no
+      longer reaches back): the next sync visits every job.
+    """
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.touched: set[str] = set()
+        self.jobs_written = True  # a Job was created, written or deleted since the orphans were last looked for
+        self.pod_job: dict[str, str] = {}  # pod key -> job key of its annotation
+        self.pods_of: dict[str, set[str]] = {}
+        self.owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # (kind, key) -> (namespace, uid, name)
+        self.by_uid: dict[str, set[tuple[str, str]]] = {}
+        self.by_name: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (namespace, name): refs without uid
+        self.pg_reader: dict[str, str] = {}  # PodGroup key -> the job that reads it
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        state = self.cluster.state()
+        self.version = self.cluster.version  # type: ignore[attr-defined]
+        self.full = True
+        self.jobs_written = True
+        self.pod_job.clear()
+        self.pods_of.clear()
+        self.owner.clear()
+        self.by_uid.clear()
+        self.by_name.clear()
+        for key in state.pods:
+            self._pod(state, key)
+        for key, pg in state.podgroups.items():
+            self._own("PodGroup", key, pg)
+        for kind in OWNED_KINDS:
+            for key, obj in state.others.get(kind, {}).items():
+                self._own(kind, key, obj)
+        self.touched.clear()
+
+    def refresh(self) -> None:
+        """Take in the writes made since the last refresh."""
+        changes = self.cluster.changes_since(self.version)  # type: ignore[attr-defined]
+        if changes is None:
+            self._rebuild()
+            return
+        self.version = self.cluster.version  # type: ignore[attr-defined]
+        if not changes:
+            return
+        state = self.cluster.state()
+        touched = self.touched
+        for kind, key in changes:
+            if kind == "Job":
+                touched.add(key)
+                self.jobs_written = True
+            elif kind == "Pod":
+                self._pod(state, key)
+            elif kind == "PodGroup":
+                reader = self.pg_reader.get(key)
+                if reader is not None:
+                    touched.add(reader)
+                self._own(kind, key, state.podgroups.get(key))
+            elif kind in _NOT_READ:
+                continue
+            elif kind in OWNED_KINDS:
+                obj = state.others.get(kind, {}).get(key)
+                if not self._own(kind, key, obj):
+                    self.full = True  # not a Job's: a job plugin may read it
+            else:  # PriorityClasses (PodGroup minResources, pod priorities) and anything unknown
+                self.full = True
+
+    def _pod(self, state: ClusterState, key: str) -> None:
+        old = self.pod_job.pop(key, None)
+        if old is not None:
+            self.pods_of[old].discard(key)
+            self.touched.add(old)
+        pod = state.pods.get(key)
+        if pod is not None:
+            name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION)
+            if name:
+                job = f"{pod.namespace}/{name}"
+                self.pod_job[key] = job
+                self.pods_of.setdefault(job, set()).add(key)
+                self.touched.add(job)
+        self._own("Pod", key, pod)
+
+    def _own(self, kind: str, key: str, obj: Object | None) -> bool:
+        """Index the object's Job owner; True if it has one (now or before the write)."""
+        k = (kind, key)
+        old = self.owner.pop(k, None)
+        if old is not None:
+            ns, uid, name = old
+            (self.by_uid[uid] if uid else self.by_name[(ns, name)]).discard(k)
+            self.touched.add(f"{ns}/{name}")
+        ref = _controller_owner(obj) if obj is not None else None
+        if ref is None or ref.kind != "Job":
+            return old is not None
+        ns = obj.namespace  # type: ignore[union-attr]
+        self.owner[k] = (ns, ref.uid or "", ref.name)
+        if ref.uid:
+            self.by_uid.setdefault(ref.uid, set()).add(k)
+        else:
+            self.by_name.setdefault((ns, ref.name), set()).add(k)
+        self.touched.add(f"{ns}/{ref.name}")
+        return True
+
+    def take(self) -> tuple[set[str], bool]:
+        """The touched job keys and whether every job must be synced; both start afresh."""
+        touched, full = self.touched, self.full
+        self.touched, self.full = set(), False
+        return touched, full
+
+    def pods(self, state: ClusterState, job: Job) -> dict[str, Pod]:
+        """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them."""
+        keys = [k for k in self.pods_of.get(job.key, ()) if k in state.pods]
+        keys.sort(key=lambda k: self.cluster.position("Pod", k))  # type: ignore[attr-defined]
+        out: dict[str, Pod] = {}
+        for k in keys:
+            pod = state.pods[k]
+            ref = _controller_owner(pod)
+            if ref is not None:
+                if ref.kind != "Job":
+                    continue
+                if ref.uid and job.metadata.uid and ref.uid != job.metadata.uid:
+                    continue
+            out[pod.name] = pod
+        return out
+
+    def owned(self, state: ClusterState, uids: set[str], names: set[tuple[str, str]]) -> list[Object]:
+        """Objects whose controller owner is a Job with one of `uids` (or, for refs without uid, one of
+        `names`), in the order a scan of pods, PodGroups, then OWNED_KINDS finds them."""
+        found: set[tuple[str, str]] = set()
+        for uid in uids:
+            found |= self.by_uid.get(uid, set())
+        for name in names:
+            found |= self.by_name.get(name, set())
+        rank = {kind: i for i, kind in enumerate(("Pod", "PodGroup") + OWNED_KINDS)}
+        position = self.cluster.position  # type: ignore[attr-defined]
+        out = []
+        for kind, key in sorted(found, key=lambda k: (rank[k[0]], position(k[0], k[1]))):
+            if kind == "Pod":
+                obj = state.pods.get(key)
+            elif kind == "PodGroup":
+                obj = state.podgroups.get(key)
+            else:
+                obj = state.others.get(kind, {}).get(key)
+            if obj is not None:
+                out.append(obj)
+        return out
+
+
+def _has_change_log(cluster: Cluster) -> bool:
+    return all(hasattr(cluster, a) for a in ("version", "changes_since", "position"))
+
+
 # ---------------------------------------------------------------- the controller
 
 
@@ -448,21 +631,39 @@ class JobController:
         self._evict_reason: dict[str, str] = {}  # pod key -> scheduler eviction reason
         self._seq = 0
         self._changed = False
+        # event-driven sync (fastpath.event_driven_controller), on a cluster with a change log
+        self._index: _JobIndex | None = None
+        self._ttl_due: dict[str, float] = {}  # finished job key -> when its ttl runs out
+        self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
 
     # ================================================================ public
     def sync(self) -> bool:
-        """Reconcile every Job once. Returns True if anything was written."""
+        """Reconcile every Job once (event-driven: every job something happened to; see `_jobs_to_sync`).
+        Returns True if anything was written."""
         self._changed = False
         state = self.cluster.state()
         now = state.now
         self._read_evictions()
-        by_job = self._index_pods(state)
         commands = self._job_commands(state)
-        for key in sorted(state.jobs):
+        keys, by_job, noted = self._jobs_to_sync(state, now, commands)
+        index = self._index
+        for key in keys:
             job = state.jobs.get(key)
             if job is None:
                 continue
-            self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+            if index is not None:
+                index.refresh()
+                touched_before = key in index.touched
+            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+            if index is not None and settled:
+                # Its own writes do not call for another sync of it: the sync ended at a fixed point (its last
+                # pass wrote nothing, no request was left), and what it wrote it has taken in (pods it made or
+                # deleted are in its memory; its PodGroup phase is the one it saw or made).
+                index.refresh()
+                if not touched_before:
+                    index.touched.discard(key)
+        if self._index is not None:
+            self._note(state, noted)
         for key, cmds in commands.items():  # commands aimed at jobs that do not exist
             for cmd in cmds:
                 self._consume_command(cmd)
@@ -477,12 +678,25 @@ class JobController:
         times: list[float] = []
         for per_job in self._delayed.values():
             times += [d.due for d in per_job.values()]
-        for job in self.cluster.state().jobs.values():
-            ttl = job.spec.ttl_seconds_after_finished
-            if ttl is not None and job.status.state.phase in FINISHED:
-                finished = _time(job.status.state.last_transition_time)
-                if finished is not None:
-                    times.append(finished + ttl)
+        state = self.cluster.state()
+        index = self._job_index()
+        if index is not None:
+            index.refresh()
+        if index is None or index.full:
+            for job in state.jobs.values():
+                due = _ttl_due(job)
+                if due is not None:
+                    times.append(due)
+        else:
+            # the ttl times noted at the last sync, brought up to date for the jobs written since
+            ttl = dict(self._ttl_due)
+            for key in index.touched:
+                ttl.pop(key, None)
+                job = state.jobs.get(key)
+                due = _ttl_due(job) if job is not None else None
+                if due is not None:
+                    ttl[key] = due
+            times += ttl.values()
         future = [t for t in times if t > now]
         return min(future) if future else None
 
@@ -491,12 +705,68 @@ class JobController:
         self._delete_owned(job)
         self._forget(job.key)
 
+    # ================================================================ which jobs to sync
+    def _job_index(self) -> "_JobIndex | None":
+        if not (fastpath.event_driven_controller and _has_change_log(self.cluster)):
+            self._index = None
+            return None
+        if self._index is None:
+            self._index = _JobIndex(self.cluster)
+        return self._index
+
+    def _jobs_to_sync(self, state: ClusterState, now: float, commands: dict[str, list[Command]]
+                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str]]:
+        """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards).
+
+        Every job, unless the cluster keeps a change log (and the fast path is on): then only the jobs whose Job,
+        PodGroup, pods or owned objects were written since the previous sync began (the controller's own writes
+        of that sync included, so a job is synced once more after it wrote), that have commands, or whose
+        delayed action or ttl is due. Any other job would find nothing new: its pods and PodGroup are as its last
+        sync left them (that sync wrote nothing, else it would be touched) and no timer of it is due; a sync
+        reads nothing else but PriorityClasses and side objects without a Job owner, whose writes make the
+        next sync visit every job.
+        """
+        index = self._job_index()
+        full = True
+        if index is not None:
+            index.refresh()
+            touched, full = index.take()
+        if full:
+            keys = sorted(state.jobs)
+            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read)
+        assert index is not None
+        due = {k for k, t in self._ttl_due.items() if t <= now}
+        due |= {k for k, per in self._delayed.items() if any(d.due <= now for d in per.values())}
+        noted = touched | due | set(commands)
+        keys = sorted(k for k in noted if k in state.jobs)
+        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted
+
+    def _note(self, state: ClusterState, keys: Iterable[str]) -> None:
+        """After a sync: the ttl time and the PodGroup read of each of these jobs, as the sync left them."""
+        index = self._index
+        assert index is not None
+        for key in set(keys):
+            self._ttl_due.pop(key, None)
+            pg = self._pg_read.pop(key, None)
+            if pg is not None and index.pg_reader.get(pg) == key:
+                del index.pg_reader[pg]
+            job = state.jobs.get(key)
+            if job is None:
+                continue
+            due = _ttl_due(job)
+            if due is not None:
+                self._ttl_due[key] = due
+            pg = f"{job.namespace}/{podgroup_name(job)}"
+            self._pg_read[key] = pg
+            index.pg_reader[pg] = key
+
     # ================================================================ per job
     def _sync_one(self, job: Job, state: ClusterState, now: float, pods: dict[str, Pod],
-                  commands: list[Command]) -> None:
+                  commands: list[Command]) -> bool:
+        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left)."""
         key = job.key
         if job.metadata.deletion_timestamp is not None:
-            return
+            return True
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
         ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
@@ -512,20 +782,25 @@ class JobController:
         requests += self._observe_podgroup(ctx)
         requests += self._due_delayed(ctx)
 
+        settled = False
         for _ in range(MAX_ROUNDS):
             for req in requests:
                 self._handle(ctx, req)
+            quiet = False
             for _ in range(MAX_PASSES):
                 before = ctx.writes
                 self._default_pass(ctx)
                 if ctx.new_requests or ctx.writes == before:
+                    quiet = not ctx.new_requests and ctx.writes == before
                     break
             requests, ctx.new_requests = ctx.new_requests, []
             if not requests:
+                settled = quiet
                 break
 
         self._podgroup_pending_event(ctx)
-        self._ttl(ctx)
+        self._ttl(ctx)  # what it may write (the finish time) is read back as a timer (`_note`)
+        return settled
 
     def _prepare(self, job: Job, now: float) -> None:
         """A uid, a creation time and Volcano's mutating defaults, written once when missing."""
@@ -1433,6 +1708,16 @@ class JobController:
         """Delete the pods, PodGroup and side objects a Job owns."""
         state = self.cluster.state()
         uid = job.metadata.uid
+        index = self._job_index()
+        if index is not None:  # the same objects, in the same order, from the owner index
+            index.refresh()
+            for obj in index.owned(state, {uid} if uid else set(), {(job.namespace, job.name)}):
+                ref = _controller_owner(obj)
+                if ref is not None and ref.kind == "Job" and obj.namespace == job.namespace and \
+                        ((uid and ref.uid == uid) or (not ref.uid and ref.name == job.name)):
+                    self.cluster.delete(obj.KIND or obj.kind, obj.key)
+                    self._changed = True
+            return
         for pod in list(state.pods.values()):
             ref = _controller_owner(pod)
             if ref is not None and ref.kind == "Job" and ((uid and ref.uid == uid) or
@@ -1453,13 +1738,24 @@ class JobController:
 
     def _collect_orphans(self, state: ClusterState) -> None:
         """Objects owned by a Job this controller knew and that is gone (Kubernetes' garbage collector)."""
+        index = self._job_index()
+        if index is not None:
+            # After a look, every known uid is live; only a write of a Job can make one gone.
+            index.refresh()
+            if not index.jobs_written:
+                return
+            index.jobs_written = False
         live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
         gone = self._known_uids - live
         if not gone:
             return
-        buckets: list[list[Object]] = [list(state.pods.values()), list(state.podgroups.values())]
-        for kind in ("Service", "ConfigMap", "Secret", "NetworkPolicy"):
-            buckets.append(list(state.others.get(kind, {}).values()))
+        buckets: list[list[Object]]
+        if index is not None:
+            buckets = [index.owned(state, gone, set())]
+        else:
+            buckets = [list(state.pods.values()), list(state.podgroups.values())]
+            for kind in OWNED_KINDS:
+                buckets.append(list(state.others.get(kind, {}).values()))
         for objs in buckets:
             for obj in objs:
                 ref = _controller_owner(obj)
@@ -1473,7 +1769,7 @@ class JobController:
 
     def _forget(self, key: str) -> None:
         for d in (self._memo, self._deleted, self._delayed, self._pg_phase, self._pg_warned, self._job_uid,
-                  self._defaulted, self._pg_cache):
+                  self._defaulted, self._pg_cache, self._ttl_due):
             d.pop(key, None)
         self._warned = {w for w in self._warned if w[0] != key}
 

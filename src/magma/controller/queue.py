@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from magma.api.objects import Command, Queue
 from magma.cluster.interface import Cluster, ClusterError, ClusterState
+from magma.scheduler.framework import fastpath
 
 OPEN = "Open"
 CLOSED = "Closed"
@@ -37,6 +38,15 @@ COUNTED = (("Pending", "pending"), ("Inqueue", "inqueue"), ("Running", "running"
            ("Completed", "completed"))
 
 
+def _read(q: Queue | None) -> tuple | None:
+    """What a sync reads of a queue (its state, parent, PodGroup counts, closed-by-parent mark)."""
+    if q is None:
+        return None
+    s = q.status
+    return (id(q), s.state, q.parent_name, s.pending, s.inqueue, s.running, s.unknown, s.completed,
+            q.metadata.annotations.get(CLOSED_BY_PARENT))
+
+
 def _time(ts: object) -> float:
     if isinstance(ts, (int, float)) and not isinstance(ts, bool):
         return float(ts)
@@ -47,12 +57,25 @@ class QueueController:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self._changed = False
+        # PodGroup counts kept from the cluster's change log (fastpath.event_driven_controller)
+        self._version: int | None = None
+        self._seen: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase) counted
+        self._kept: dict[str, dict[str, int]] = {}  # queue -> phase -> PodGroups
+        self._moved = True  # the last `_kept_counts` saw a PodGroup change queue or phase, or a Queue or Command
+        self._queues_written: set[str] = set()  # queues written since the sync before
+        self._quiet: dict[str, tuple] | None = None  # after a sync that wrote nothing: what it read of each queue
 
     # ---------------------------------------------------------------- public
     def sync(self) -> bool:
         """Execute queue Commands, then bring every queue's state and counts up to date. True if anything changed."""
         self._changed = False
         state = self.cluster.state()
+        counts = self._kept_counts(state)
+        if self._version is not None and self._quiet is not None and not self._moved and \
+                all(self._quiet.get(name) == _read(state.queues.get(name)) for name in self._queues_written):
+            # Nothing it reads changed since a sync that wrote nothing (the scheduler's writes of a queue's
+            # allocated resources are not read): it would write nothing again.
+            return False
         for cmd in self._queue_commands(state):
             self._consume(cmd)
             name = cmd.target_object.name if cmd.target_object else ""
@@ -68,10 +91,12 @@ class QueueController:
             else:
                 self.cluster.record_event("Warning", "Command", "Queue", queue.name,
                                           f"unknown queue action {cmd.action!r} (OpenQueue, CloseQueue)")
-        counts = self._counts(state)
         for name in sorted(state.queues):
             queue = state.queues[name]
             self._sync_queue(state, queue, counts.get(name, {}))
+        self._quiet = None
+        if self._version is not None and not self._changed:
+            self._quiet = {name: _read(q) for name, q in state.queues.items()}
         return self._changed
 
     # ---------------------------------------------------------------- commands
@@ -168,6 +193,52 @@ class QueueController:
         if any(getattr(queue.status, k, None) != v for k, v in status.items()):
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
+
+    def _kept_counts(self, state: ClusterState) -> dict[str, dict[str, int]]:
+        """`_counts(state)`, kept up to date from the PodGroups written since the last sync when the cluster keeps
+        a change log (only the queue and phase of a PodGroup count)."""
+        changes_since = getattr(self.cluster, "changes_since", None)
+        if not fastpath.event_driven_controller or changes_since is None:
+            self._version = None
+            return self._counts(state)
+        changes = changes_since(self._version) if self._version is not None else None
+        self._version = self.cluster.version  # type: ignore[attr-defined]
+        self._moved = changes is None
+        self._queues_written = set()
+        if changes is None:
+            self._seen = {k: ((pg.spec.queue or "default"), pg.status.phase or "Pending")
+                          for k, pg in state.podgroups.items()}
+            self._kept = self._counts(state)
+        else:
+            for kind, key in changes:
+                if kind == "Queue":
+                    self._queues_written.add(key)
+                    continue
+                if kind == "Command":
+                    self._moved = True
+                    continue
+                if kind != "PodGroup":
+                    continue
+                pg = state.podgroups.get(key)
+                now = (pg.spec.queue or "default", pg.status.phase or "Pending") if pg is not None else None
+                if now == self._seen.get(key):
+                    continue
+                self._moved = True
+                old = self._seen.pop(key, None)
+                if old is not None:
+                    per = self._kept[old[0]]
+                    per[old[1]] -= 1
+                    if not per[old[1]]:
+                        del per[old[1]]
+                    if not per:
+                        del self._kept[old[0]]
+                pg = state.podgroups.get(key)
+                if pg is not None:
+                    q, phase = pg.spec.queue or "default", pg.status.phase or "Pending"
+                    self._seen[key] = (q, phase)
+                    per = self._kept.setdefault(q, {})
+                    per[phase] = per.get(phase, 0) + 1
+        return self._kept
 
     @staticmethod
     def _counts(state: ClusterState) -> dict[str, dict[str, int]]:

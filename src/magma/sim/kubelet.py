@@ -4,14 +4,21 @@ Work durations (`sim.magma.io/duration`) follow DESIGN.md: for a Job or PodGroup
 least minAvailable of its pods run at once (training starts only when the gang is complete) and then all its
 pods succeed; for a bare Pod, from its own start. A gang that drops below minAvailable starts over.
 `activeDeadlineSeconds` is enforced as a kubelet does: the pod fails with reason DeadlineExceeded.
+
+With `fastpath.incremental_recorder` the kubelet follows the cluster's change log (`_Running`) instead of scanning
+every pod at every step: which pods run, by unit of work; which have deadlines; which were written since the last
+`start_bound`. A unit is looked at when its pods or its Job/PodGroup were written, or when its work may be done
+(the earliest end among started units has come). The order of what it writes is that of the full scan.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from magma.api.objects import JOB_NAME_ANNOTATION, Pod
 from magma.cluster.memory import MemoryCluster
+from magma.scheduler.framework import fastpath
 
 
 @dataclass
@@ -44,6 +51,16 @@ class VirtualKubelet:
         self.durations = durations
         self.work = WorkClock()
         self.start_times: dict[str, float] = {}  # pod key -> when it started running
+        self._running: _Running | None = None  # fastpath.incremental_recorder
+
+    def _tracker(self) -> "_Running | None":
+        if not fastpath.incremental_recorder:
+            self._running = None
+        elif self._running is None:
+            self._running = _Running(self)
+        else:
+            self._running.refresh()
+        return self._running
 
     def _work_key(self, pod: Pod) -> tuple[str, str] | None:
         """The unit whose duration governs this pod: its Job, its PodGroup, or the pod itself."""
@@ -60,7 +77,13 @@ class VirtualKubelet:
     def start_bound(self, now: float) -> int:
         """Bound pods start running at the session time they were bound. Returns how many started."""
         n = 0
-        for pod in self.cluster.state().pods.values():
+        tracker = self._tracker()
+        if tracker is not None:  # only a pod written since the last call can have become bound
+            state = self.cluster.state()
+            pods = [state.pods[k] for k in tracker.take_written()]
+        else:
+            pods = list(self.cluster.state().pods.values())
+        for pod in pods:
             if pod.spec.node_name and (pod.status.phase in (None, "Pending")) and pod.metadata.deletion_timestamp is None:
                 pod.status.phase = "Running"
                 self.cluster.mark_changed("Pod", pod.key)  # changed in place: the scheduler's snapshot must see it
@@ -79,6 +102,9 @@ class VirtualKubelet:
     def step(self, now: float) -> bool:
         """Advance work to `now`: finish gangs and pods whose time is up, enforce deadlines. True if anything changed."""
         changed = bool(self.cluster.finish_deletions(now))
+        tracker = self._tracker()
+        if tracker is not None:
+            return tracker.step(now) or changed
         state = self.cluster.state()
         running_by_unit: dict[tuple[str, str], list[Pod]] = {}
         for pod in state.pods.values():
@@ -130,9 +156,142 @@ class VirtualKubelet:
     def next_completion(self, now: float) -> float | None:
         """The earliest time at which running work finishes or a deadline fires (for skipping idle time)."""
         times = [self.work.started[k] + self.durations[k] for k in self.work.started]
-        for pod in self.cluster.state().pods.values():
+        tracker = self._tracker()
+        state = self.cluster.state()
+        pods = [state.pods[k] for k in tracker.deadline] if tracker is not None else state.pods.values()
+        for pod in pods:
             if pod.status.phase == "Running" and pod.spec.active_deadline_seconds is not None:
                 times.append(self.start_times.get(pod.key, now) + pod.spec.active_deadline_seconds)
         times += list(self.cluster._terminating.values())
         future = [t for t in times if t > now]
         return min(future) if future else None
+
+
+class _Running:
+    """The kubelet's view of the running pods, kept from the cluster's change log (see the module docstring)."""
+
+    def __init__(self, kubelet: VirtualKubelet):
+        self.kubelet = kubelet
+        self.cluster = kubelet.cluster
+        self.version = self.cluster.version
+        self.running: set[str] = set()  # pods Running (terminating ones too)
+        self.deadline: set[str] = set()  # running pods with activeDeadlineSeconds
+        self.unit_of: dict[str, tuple[str, str]] = {}  # running, not terminating pod -> its unit of work
+        self.units: dict[tuple[str, str], set[str]] = {}
+        self.dirty: set[tuple[str, str]] = set()  # units to look at again
+        self.unstarted: set[str] = set()  # running pods without a start time yet (given at the next step)
+        self.next_end = -math.inf  # no started unit's work ends before this
+        state = self.cluster.state()
+        self.written: set[str] | None = None  # pods written since the last start_bound (None: all)
+        for key in state.pods:
+            self._pod(state, key)
+
+    def refresh(self) -> None:
+        changes = self.cluster.changes_since(self.version)
+        self.version = self.cluster.version
+        state = self.cluster.state()
+        if changes is None:
+            for key in list(self.running) + list(state.pods):
+                self._pod(state, key)
+            self.written = None
+            self.next_end = -math.inf
+            return
+        for kind, key in changes:
+            if kind == "Pod":
+                self._pod(state, key)
+                if self.written is not None:
+                    self.written.add(key)
+            elif (kind, key) in self.units:  # its Job or PodGroup: minAvailable may have changed
+                self.dirty.add((kind, key))
+
+    def _pod(self, state, key: str) -> None:
+        pod = state.pods.get(key)
+        unit = self.unit_of.pop(key, None)
+        if unit is not None:
+            self.units[unit].discard(key)
+            self.dirty.add(unit)
+        if pod is None or pod.status.phase != "Running":
+            self.running.discard(key)
+            self.deadline.discard(key)
+            self.unstarted.discard(key)
+            return
+        self.running.add(key)
+        if pod.spec.active_deadline_seconds is not None:
+            self.deadline.add(key)
+        else:
+            self.deadline.discard(key)
+        if pod.metadata.deletion_timestamp is not None:
+            self.unstarted.discard(key)
+            return
+        if key not in self.kubelet.start_times:
+            self.unstarted.add(key)
+        unit = self.kubelet._work_key(pod)
+        if unit is not None:
+            self.unit_of[key] = unit
+            self.units.setdefault(unit, set()).add(key)
+            self.dirty.add(unit)
+
+    def take_written(self) -> list[str]:
+        """Keys of the pods written since the last call (all pods the first time), in the cluster's order."""
+        state = self.cluster.state()
+        keys = list(state.pods) if self.written is None else [k for k in self.written if k in state.pods]
+        if self.written is not None:
+            keys.sort(key=lambda k: self.cluster.position("Pod", k))
+        self.written = set()
+        return keys
+
+    def _sorted(self, keys) -> list[str]:
+        return sorted(keys, key=lambda k: self.cluster.position("Pod", k))
+
+    def step(self, now: float) -> bool:
+        """`VirtualKubelet.step` after finish_deletions, from the kept view."""
+        kubelet, cluster = self.kubelet, self.cluster
+        state = cluster.state()
+        work, durations, start_times = kubelet.work, kubelet.durations, kubelet.start_times
+        changed = False
+        for key in self._sorted(self.unstarted):  # running from the start: the clock starts now
+            start_times[key] = now
+            pod = state.pods[key]
+            extra = pod.status.model_extra if pod.status.model_extra is not None else {}
+            extra["startTime"] = now
+        self.unstarted.clear()
+        for key in self._sorted(self.deadline):
+            pod = state.pods[key]
+            if pod.metadata.deletion_timestamp is not None:
+                continue
+            if now - start_times[key] >= pod.spec.active_deadline_seconds:
+                _terminate(pod, "Failed", 137, "DeadlineExceeded", now)
+                cluster.mark_changed("Pod", key)
+                changed = True
+                self._pod(state, key)  # out of its unit at once, as the full scan leaves it out
+        look = self.dirty
+        self.dirty = set()
+        if now >= self.next_end:  # some started unit may be done: look at them all
+            look |= set(work.started)
+        pos = cluster.position
+        order = []
+        for unit in look:
+            pods = self.units.get(unit)
+            if not pods:
+                self.units.pop(unit, None)
+                work.started.pop(unit, None)
+                continue
+            order.append((min(pos("Pod", k) for k in pods), unit))
+        for _, unit in sorted(order):
+            pods = [state.pods[k] for k in self._sorted(self.units[unit])]
+            if len(pods) < kubelet._min_available(unit):
+                work.started.pop(unit, None)  # the gang is not complete: training cannot progress
+                continue
+            if unit not in work.started:
+                work.started[unit] = max(start_times.get(p.key, now) for p in pods)
+            if now - work.started[unit] >= durations[unit]:
+                for p in pods:
+                    _terminate(p, "Succeeded", 0, "Completed", now)
+                    cluster.mark_changed("Pod", p.key)
+                work.started.pop(unit, None)
+                changed = True
+        if look:  # the started units may have changed: their earliest end, a little early so that rounding never
+            # hides one (the test above is the exact one)
+            ends = [work.started[u] + durations[u] for u in work.started]
+            self.next_end = min(ends) - 1e-6 * max(1.0, abs(now)) if ends else math.inf
+        return changed

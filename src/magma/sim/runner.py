@@ -6,6 +6,29 @@ At every session time t = 0, period, 2·period, …:
 Stretches where nothing can change are skipped: when the last session changed nothing and no timer is due
 before the next event (arrival, deletion, completion), the clock jumps to that event's session time. The
 decisions are the same as running every idle session; only faster.
+
+Why a job costs about six sessions, and which of them are skipped (fastpath.skip_quiet_sessions). A job that
+finds room goes: arrival (the controller makes its PodGroup; the session enqueues it, writing its status; the
+controller then makes its pods) → the next session binds them (they start; the controller marks the job
+Running) → the next writes the PodGroup's Running status → the next finds nothing to do, and the loop jumps.
+At completion: the kubelet finishes the pods, the controller marks the job Completed, a session writes the
+PodGroup's status (and gives the room to others), the next finds nothing. At ttl deletion: the controller
+deletes the Job, PodGroup and pods, a session drops the job (its result's phases change, which counts as a
+change), the next finds nothing. Each "finds nothing" session follows a change, so the loop must look again.
+
+A session is a function of its inputs: the cluster objects the snapshot reads (pods, PodGroups, nodes, queues,
+PriorityClasses), the clock for plugins that read it, and what plugins keep across sessions. With a config of
+actions and plugins that read neither the clock nor anything kept (PURE_ACTIONS, PURE_PLUGINS: not sla,
+fairshare, reservation), a session is not run again when the last session that ran was quiet (no binds, no
+evictions, nothing written to the cluster but the queues' allocated resources, which nothing in the loop reads)
+and nothing but Jobs and Commands (which the scheduler does not read) was written since it ended: run again, it
+would see the same snapshot and decide the same (and write the same allocated resources again). Its result is reused, the events it recorded are recorded again (at the new time, as a run
+would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
+`summary.sessions`) lists the sessions that ran, with `trace.skipped_sessions` counting the others. The
+"finds nothing" session after the ttl deletion is the typical skip: its inputs are those of the session
+before. The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
+(phase, conditions), and only running it tells whether that changes anything.
+tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
 
 from __future__ import annotations
@@ -20,6 +43,7 @@ from magma.api.objects import Job, Node, PodGroup
 from magma.api.resources import GPU
 from magma.cluster.memory import MemoryCluster
 from magma.controller import Controller
+from magma.scheduler.framework import fastpath
 from magma.scheduler.scheduler import Scheduler, SessionResult
 
 from .clock import VirtualClock
@@ -64,6 +88,7 @@ class Trace:
     # for the job; and the jobs that started as backfill (out of order while a reservation held against them)
     reservations: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
     backfilled: set[str] = field(default_factory=set)
+    skipped_sessions: int = 0  # sessions not run because they would have repeated the last one (see the loop)
     stop_reason: str = ""
     end_time: float = 0.0
 
@@ -91,6 +116,12 @@ class Simulation:
         self._last_phases: dict[str, str] = {}
         self._open_runs: set[str] = set()  # pod uids whose last run has not ended
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
+        self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
+        # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
+        # it, its result, the events it recorded)
+        self._quiet: tuple[int, SessionResult, list[tuple]] | None = None
+        self._pure_config = (set(scenario.config.runnable_actions) <= PURE_ACTIONS
+                             and {p.name for p in scenario.config.plugins()} <= PURE_PLUGINS)
 
     # ---------------------------------------------------------------- timed inputs
     def _apply_timed(self, now: float) -> bool:
@@ -134,8 +165,7 @@ class Simulation:
             changed = self._apply_timed(t)
             changed |= self.kubelet.step(t)
             changed |= self.controller.sync()
-            result = self.scheduler.run_once()
-            self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+            result = self._session(t)
             self.trace.last = result
             started = self.kubelet.start_bound(t)
             self.kubelet.step(t)
@@ -172,6 +202,32 @@ class Simulation:
         self.trace.end_time = t
         return self.trace
 
+    def _session(self, t: float) -> SessionResult:
+        """Run a scheduler session, or skip one that would repeat the last (see the module docstring)."""
+        cluster = self.cluster
+        quiet = self._quiet
+        if quiet is not None and fastpath.skip_quiet_sessions:
+            since = cluster.changes_since(quiet[0])
+            if since is not None and all(kind in NOT_SCHEDULER_INPUTS for kind, _ in since):
+                for ev in quiet[2]:
+                    cluster.record_event(*ev)
+                self.trace.skipped_sessions += 1
+                return quiet[1]
+        self._quiet = None
+        state = cluster.state()
+        version, n_events = cluster.version, len(cluster.events)
+        queues = {name: _status_of(q) for name, q in state.queues.items()}
+        result = self.scheduler.run_once()
+        self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+        if self._pure_config and not result.binds and not result.evictions:
+            written = cluster.changes_since(version)
+            # quiet: nothing written but the queues' status, and nothing of it the scheduler reads
+            if written is not None and all(kind == "Queue" for kind, _ in written) and \
+                    queues == {name: _status_of(q) for name, q in state.queues.items()}:
+                events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
+                self._quiet = (cluster.version, result, events)
+        return result
+
     # ---------------------------------------------------------------- recording
     def _track_jobs(self, t: float, state) -> None:
         running: dict[str, int] = {}
@@ -190,6 +246,16 @@ class Simulation:
                    pg.status.phase or "Pending")
 
     def _record(self, t: float, result: SessionResult) -> None:
+        if fastpath.incremental_recorder:
+            if self._recorder is None:
+                self._recorder = _Recorder(self.cluster, self.trace)
+            self._recorder.record(t, result)
+        else:
+            self._recorder = None
+            self._record_full(t, result)
+
+    def _record_full(self, t: float, result: SessionResult) -> None:
+        """What the recorder keeps of the cluster after a session, from a scan of every pod, job and node."""
         state = self.cluster.state()
         self.trace.evicted_pods.update(result.evicted_uids)
         by_queue: dict[str, float] = {}
@@ -235,6 +301,221 @@ class Simulation:
 
 
 FINAL_PHASES = {"Completed", "Failed", "Aborted", "Terminated"}
+
+#: Actions and plugins whose session is a function of the snapshot alone: they read neither the clock nor anything
+#: kept from earlier sessions (sla, fairshare and reservation read the clock; fairshare and reservation keep
+#: state across sessions). Sessions are skipped only when the config has nothing else.
+PURE_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
+PURE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
+                          "nodeorder", "binpack", "capacity", "task-topology", "magma"})
+#: Kinds the scheduler's snapshot does not read (it reads pods, PodGroups, nodes, queues and PriorityClasses).
+NOT_SCHEDULER_INPUTS = frozenset({"Job", "Command"})
+
+
+class _Recorder:
+    """`Simulation._record_full`, following the cluster's change log instead of scanning every pod, job and node.
+
+    Only pods written since the last record can open or close a run, start counting as running or stop; a pod's
+    owner ("Job ns/name" or "PodGroup ns/name") changes only when it is written or when a Job or PodGroup it
+    names appears or disappears; a job's start and end depend on its running pods, its Job or PodGroup; the GPU
+    total on the nodes. Pods are visited in the cluster's order (`MemoryCluster.position`), so the trace's
+    dicts fill in the order a full scan fills them. A log that no longer reaches back makes a record look at
+    every object, as the full scan does.
+    """
+
+    def __init__(self, cluster: MemoryCluster, trace: Trace):
+        self.cluster = cluster
+        self.trace = trace
+        self.version: int | None = None
+        self.uid_of: dict[str, str] = {}  # present pod key -> uid
+        self._names_of: dict[str, list[str]] = {}  # present pod key -> the owners it names (see refs)
+        self.refs: dict[str, set[str]] = {}  # "Job ns/name" / "PodGroup ns/name" a pod names -> pod keys
+        self.jobs: set[str] = set()  # Job keys present at the last record
+        self.podgroups: set[str] = set()
+        self.running: dict[str, tuple] = {}  # pod key -> (pod, GPUs) of pods running on a node
+        self.groups: dict[str, int] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
+        self.group_queue: dict[str, str | None] = {}  # PodGroup key in groups -> its queue when last summed
+        self.counted: dict[str, str] = {}  # running pod key -> the owner it counts for
+        self.count: dict[str, int] = {}  # owner -> running pods
+        self.by_queue: dict[str, float] = {}
+        self.total = 0.0
+        self.deserved: tuple = (None, {})  # (queue_shares it was made from, deserved GPUs per queue)
+
+    def _names(self, pod) -> list[str]:
+        out = []
+        job = pod.annotations.get("volcano.sh/job-name")
+        if job:
+            out.append(f"Job {pod.namespace}/{job}")
+        if pod.group_name:
+            out.append(f"PodGroup {pod.namespace}/{pod.group_name}")
+        return out
+
+    def record(self, t: float, result: SessionResult) -> None:
+        cluster, trace = self.cluster, self.trace
+        state = cluster.state()
+        changes = cluster.changes_since(self.version) if self.version is not None else None
+        self.version = cluster.version
+        if changes is None:  # everything, as a full scan sees it
+            changes = [("Pod", k) for k in list(self.uid_of) + list(state.pods)]
+            changes += [("Job", k) for k in list(self.jobs) + list(state.jobs)]
+            changes += [("PodGroup", k) for k in list(self.podgroups) + list(state.podgroups)]
+            changes.append(("Node", ""))
+        trace.evicted_pods.update(result.evicted_uids)
+        pods: set[str] = set()
+        owners: set[str] = set()  # "Job key" / "PodGroup key" whose start or end may have come
+        nodes = requeue = False
+        for kind, key in changes:
+            if kind == "Pod":
+                pods.add(key)
+            elif kind == "Job" or kind == "PodGroup":
+                ident = f"{kind} {key}"
+                owners.add(ident)
+                known, now_in = (self.jobs, state.jobs) if kind == "Job" else (self.podgroups, state.podgroups)
+                if (key in known) != (key in now_in):  # appeared or disappeared: owners of its pods may change
+                    pods |= self.refs.get(ident, set())
+                    (known.add if key in now_in else known.discard)(key)
+                if kind == "PodGroup" and key in self.groups and \
+                        self.group_queue.get(key, "") != _podgroup_queue(state, key):
+                    requeue = True  # a running pod's queue changed
+            elif kind == "Node":
+                nodes = True
+        position = cluster.position
+        present = sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k))
+        # pods gone, or replaced by another pod under the same key: their open runs end
+        for key in pods:
+            uid = self.uid_of.get(key)
+            pod = state.pods.get(key)
+            if uid is not None and (pod is None or (pod.metadata.uid or pod.key) != uid):
+                del self.uid_of[key]
+                for ident in self._names_of.pop(key, ()):
+                    self.refs[ident].discard(key)
+                runs = trace.pod_runs.get(uid)
+                if runs and runs[-1][1] is None:
+                    runs[-1][1] = t
+                    runs[-1][3] = trace.evicted_pods.get(uid, "deleted")
+        running_changed = False
+        for key in present:
+            pod = state.pods[key]
+            uid = pod.metadata.uid or pod.key
+            if key not in self.uid_of:
+                self.uid_of[key] = uid
+                names = self._names_of[key] = self._names(pod)
+                for ident in names:
+                    self.refs.setdefault(ident, set()).add(key)
+            owner = _owner(pod, state)
+            if owner:
+                trace.job_of_pod[pod.key] = owner
+            runs = trace.pod_runs.setdefault(uid, [])
+            phase = pod.status.phase
+            is_running = bool(pod.spec.node_name and phase == "Running")
+            if is_running:
+                if not runs or runs[-1][1] is not None:
+                    runs.append([t, None, pod.spec.node_name, "running", pod.key])
+                old = self.running.get(key)
+                if old is None or old[0] is not pod:
+                    self._stop(key)
+                    self.running[key] = (pod, pod.spec.request()[GPU] / 1000)
+                    group = _group_key(pod)
+                    if group is not None:
+                        self.groups[group] = self.groups.get(group, 0) + 1
+                    running_changed = True
+            else:
+                if runs and runs[-1][1] is None:
+                    runs[-1][1] = t
+                    runs[-1][3] = phase.lower() if phase in ("Succeeded", "Failed") else "stopped"
+                if key in self.running:
+                    self._stop(key)
+                    running_changed = True
+            # the owner this pod counts for while running
+            counts_for = trace.job_of_pod.get(pod.key) if is_running else None
+            before = self.counted.get(key)
+            if counts_for != before:
+                if before is not None:
+                    self.count[before] -= 1
+                    owners.add(before)
+                    del self.counted[key]
+                if counts_for is not None:
+                    self.count[counts_for] = self.count.get(counts_for, 0) + 1
+                    owners.add(counts_for)
+                    self.counted[key] = counts_for
+        for key in pods:
+            if key not in state.pods:
+                if key in self.running:
+                    self._stop(key)
+                    running_changed = True
+                before = self.counted.pop(key, None)
+                if before is not None:
+                    self.count[before] -= 1
+                    owners.add(before)
+        self._track(t, state, owners)
+        if result.reservations or result.backfilled:
+            ident = _ident_of_podgroup(state)
+            for key, plan in result.reservations.items():
+                trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
+            trace.backfilled.update(ident(key) for key in result.backfilled)
+        if running_changed or requeue:
+            by_queue: dict[str, float] = {}
+            for key in sorted(self.running, key=lambda k: position("Pod", k)):
+                pod, gpus = self.running[key]
+                q = _queue_of(pod, state)
+                by_queue[q] = by_queue.get(q, 0.0) + gpus
+            self.by_queue = by_queue
+            self.group_queue = {key: _podgroup_queue(state, key) for key in self.groups}
+        if nodes:
+            self.total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
+        if self.deserved[0] is not result.queue_shares:
+            self.deserved = (result.queue_shares, {q: v.get("deserved", {}).get(GPU, 0) / 1000
+                                                   for q, v in result.queue_shares.items()})
+        trace.samples.append(Sample(t, self.by_queue, self.total, self.deserved[1]))
+
+    def _stop(self, key: str) -> None:
+        old = self.running.pop(key, None)
+        if old is None:
+            return
+        group = _group_key(old[0])
+        if group is not None:
+            self.groups[group] -= 1
+            if not self.groups[group]:
+                del self.groups[group]
+
+    def _track(self, t: float, state, owners: set[str]) -> None:
+        """`Simulation._track_jobs` for the jobs whose running pods, Job or PodGroup changed."""
+        position = self.cluster.position
+        keyed = []
+        for ident in owners:
+            kind, key = ident.split(" ", 1)
+            if kind == "Job" and key in state.jobs:
+                keyed.append((0, position("Job", key), ident, key))
+            elif kind == "PodGroup" and key in state.podgroups:
+                keyed.append((1, position("PodGroup", key), ident, key))
+        for _, _, ident, key in sorted(keyed):
+            if ident[0] == "J":
+                job = state.jobs[key]
+                _track(self.trace, ident, t, self.count.get(ident, 0), job.spec.min_available or 1,
+                       job.status.state.phase or "Pending")
+            else:
+                pg = state.podgroups[key]
+                if any(o.kind == "Job" for o in pg.metadata.owner_references):
+                    continue
+                _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
+
+
+def _status_of(queue) -> str | None:
+    """What the scheduler reads of a queue's status: its state. (A session writes the queue's allocated resources,
+    an extra status field nothing in the loop reads: the scheduler builds queues from spec, metadata and state,
+    the queue controller reads state and PodGroup counts. Run again on the same inputs, a session would write the
+    same allocated resources again.)"""
+    return queue.status.state
+
+
+def _podgroup_queue(state, key: str) -> str | None:
+    """The queue a PodGroup gives its pods (None: no such PodGroup, the pod's own annotation counts)."""
+    pg = state.podgroups.get(key)
+    return (pg.spec.queue or "default") if pg is not None else None
+
+
+def _group_key(pod) -> str | None:
+    return f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
 
 
 def _track(trace: Trace, key: str, t: float, running: int, min_available: int, phase: str) -> None:

@@ -112,6 +112,7 @@ class Harness:
         pg = self.pg(key)
         assert pg is not None, "no PodGroup"
         pg.status.phase = phase
+        self.cluster.mark_changed("PodGroup", pg.key)  # an in-place write: say so, as the simulator does
 
     def set_phase(self, name: str, phase: str, exit_code: int | None = None, restarts: int | None = None,
                   ns: str = "ns") -> None:
@@ -127,6 +128,7 @@ class Harness:
                 st["state"] = {"terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}}
             statuses.append(st)
             pod.status = type(pod.status).model_validate({**pod.status.dump(), "containerStatuses": statuses})
+        self.cluster.mark_changed("Pod", pod.key)  # an in-place write: say so, as the simulator's kubelet does
 
     def run_all(self, key: str = "ns/j") -> None:
         for name in self.pods(key):
@@ -142,6 +144,7 @@ class Harness:
 
     def evict(self, name: str, reason: str = "preempt", ns: str = "ns") -> None:
         """What the scheduler's preempt/reclaim does (grace 0: the pod is gone at once)."""
+        self.cluster.mark_changed("Pod", f"{ns}/{name}")  # a test may have set fields in place before
         self.cluster.evict(f"{ns}/{name}", reason)
 
     def command(self, action: str, target: str = "j", kind: str = "Job", name: str | None = None) -> None:

@@ -190,6 +190,7 @@ def test_podgroup_pending_event_once_per_reason():
     pg.status.conditions = [type(pg.status).model_validate({"conditions": [
         {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
          "message": "2/2 tasks in gang unschedulable", "lastTransitionTime": 1.0}]}).conditions[0]]
+    h.cluster.mark_changed("PodGroup", pg.key)  # an in-place write: say so (the controller follows the change log)
     h.sync()
     h.sync()
     ev = h.events("PodGroupPending")

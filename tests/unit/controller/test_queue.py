@@ -48,6 +48,7 @@ def test_close_queue_with_running_podgroups_goes_closing_then_closed():
     h.sync()
     assert status(h, "team")[0] == "Closing"
     pg.status.phase = "Completed"
+    h.cluster.mark_changed("PodGroup", pg.key)  # an in-place write: say so (the controller follows the change log)
     h.sync()
     assert status(h, "team")[0] == "Closed"
 

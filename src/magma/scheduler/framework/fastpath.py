@@ -48,6 +48,14 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
   cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool
   and every sibling's weight, realCapability, request and floor).
+- `event_driven_controller` (controller): the job controller syncs only the jobs whose Job, PodGroup or pods
+  were written since its previous sync (the cluster's change log), whose commands arrived or whose timers
+  (delayed actions, ttl) are due, as Volcano's work queue of job keys does; the queue controller keeps its
+  PodGroup counts from the same log. A cluster without a change log gets a full sync every time.
+- `incremental_recorder` (simulator): the recorder and the virtual kubelet follow the pods the change log names
+  instead of scanning every pod at every step.
+- `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
+  session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
 """
 
 from __future__ import annotations
@@ -65,9 +73,13 @@ preempt_pruning = True
 preempt_caches = True
 job_index = True
 proportion_memo = True
+event_driven_controller = True
+incremental_recorder = True
+skip_quiet_sessions = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
-          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo")
+          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo",
+          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions")
 
 
 @contextmanager

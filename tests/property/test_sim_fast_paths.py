@@ -1,0 +1,145 @@
+"""The simulator's own fast paths record exactly what the straightforward loop records (issue 5).
+
+Random small clusters with Volcano Jobs (through the job controller: PodGroups, pods, policies, restarts, commands,
+ttl deletions) beside bare PodGroups and pods run through the simulator twice: with every fast path off
+(`fastpath.disabled()`: the controller syncs every job at every step, the recorder scans every pod, every session
+runs) and with them on (`event_driven_controller`, `incremental_recorder`, `skip_quiet_sessions`, and the
+scheduler's). The result JSON (but the count and latency of sessions), every sample of the time series, the pod
+runs, owners, job starts and ends, binds, evictions and events must be the same; the sessions that bound or
+evicted must be the same; and the fast run may only leave out sessions of the slow run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from magma.api.objects import Command, Job, Object
+from magma.scheduler.framework import fastpath
+from magma.sim.result import build_result
+from magma.sim.runner import Simulation
+from magma.sim.scenario import Scenario, Timed
+
+from test_fast_paths import _config, job_objects, scenario as podgroup_scenario
+
+POLICIES = [
+    [],
+    [{"event": "PodEvicted", "action": "RestartJob"}],
+    [{"event": "PodFailed", "action": "RestartJob"}, {"event": "PodPending", "action": "AbortJob", "timeout": "40s"}],
+    [{"event": "TaskCompleted", "action": "CompleteJob"}],
+]
+
+
+def volcano_job(j: int, rng: random.Random, queues: list[str], t: float) -> Job:
+    tasks = []
+    for name in rng.sample(["worker", "ps"], rng.randint(1, 2)):
+        gpus = rng.choice([0, 1, 2, 4])
+        res: dict[str, Any] = {"requests": {"cpu": rng.choice(["1", "2"]), "memory": "2Gi"}}
+        if gpus:
+            res["limits"] = {"nvidia.com/gpu": gpus}
+        tasks.append({"name": name, "replicas": rng.randint(1, 3),
+                      "template": {"spec": {"containers": [{"name": "main", "resources": res}],
+                                            "restartPolicy": "OnFailure"}}})
+    total = sum(t["replicas"] for t in tasks)
+    spec: dict[str, Any] = {"schedulerName": "volcano", "queue": rng.choice(queues), "tasks": tasks,
+                            "minAvailable": rng.randint(1, total), "policies": rng.choice(POLICIES),
+                            "maxRetry": rng.choice([1, 3])}
+    ttl = rng.choice([None, 0, 20, 300])
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    pc = rng.choice([None, "low", "high"])
+    if pc:
+        spec["priorityClassName"] = pc
+    return Job.model_validate({
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "metadata": {"name": f"v{j}", "namespace": rng.choice(["a", "b"]), "creationTimestamp": t},
+        "spec": spec})
+
+
+def command(i: int, rng: random.Random, job: Job) -> Command:
+    return Command.model_validate({
+        "apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+        "metadata": {"name": f"cmd{i}", "namespace": job.namespace},
+        "action": rng.choice(["AbortJob", "ResumeJob", "RestartJob", "CompleteJob", "TerminateJob"]),
+        "targetObject": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job.name}})
+
+
+def scenario(seed: int, n_nodes: int, n_pgs: int, n_jobs: int) -> Scenario:
+    rng = random.Random(seed)
+    sc = podgroup_scenario(seed, n_nodes, n_pgs)
+    queues = ["qa", "qb", "qc", "default"]
+    for j in range(n_jobs):
+        t = 0.0 if rng.random() < 0.3 else float(rng.randint(1, 200))
+        job = volcano_job(j, rng, queues, t)
+        sc.durations[("Job", job.key)] = float(rng.choice([20, 60, 200]))
+        if t > 0:
+            sc.arrivals.append(Timed(t, job))
+        else:
+            sc.initial.append(job)
+        r = rng.random()
+        if r < 0.15:
+            sc.arrivals.append(Timed(float(rng.randint(5, 300)), command(j, rng, job)))
+        elif r < 0.25:
+            sc.deletions.append((float(rng.randint(5, 300)), "Job", job.key))
+    if n_nodes > 1 and rng.random() < 0.2:
+        sc.deletions.append((float(rng.randint(30, 200)), "Node", f"n{n_nodes - 1}"))
+    # a late PodGroup, so that jobs come after idle stretches
+    for o in job_objects(n_pgs + 1, rng, queues, 400.0):
+        sc.arrivals.append(Timed(400.0, o))
+    sc.arrivals.sort(key=lambda x: x.time)
+    sc.deletions.sort(key=lambda d: d[0])
+    return sc
+
+
+def run(seed: int, n_nodes: int, n_pgs: int, n_jobs: int, fast: bool) -> tuple:
+    sim = Simulation(scenario(seed, n_nodes, n_pgs, n_jobs), period=1.0, until=900)
+    with contextlib.nullcontext() if fast else fastpath.disabled():
+        trace = sim.run()
+    result = build_result(sim)
+    result["summary"].pop("sessions")
+    result["summary"].pop("sessionLatencyMs")
+    acting = [(s.time, s.binds, s.evictions) for s in trace.sessions if s.binds or s.evictions]
+    samples = [(s.time, s.gpu_allocated, s.gpu_total, s.deserved) for s in trace.samples]
+    events = [(e.time, e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
+    recorded = (list(trace.pod_runs.items()), list(trace.job_of_pod.items()), list(trace.job_start.items()),
+                list(trace.job_end.items()), trace.evicted_pods, trace.reservations, trace.backfilled,
+                trace.stop_reason, trace.end_time)
+    same = (json.dumps(result, sort_keys=True, default=str), acting, samples, events, recorded,
+            sim.cluster.bindings, sim.cluster.evictions)
+    return same, {s.time for s in trace.sessions}, trace.skipped_sessions
+
+
+def compare(seed: int, n_nodes: int, n_pgs: int, n_jobs: int) -> int:
+    slow, slow_times, slow_skipped = run(seed, n_nodes, n_pgs, n_jobs, fast=False)
+    fast, fast_times, fast_skipped = run(seed, n_nodes, n_pgs, n_jobs, fast=True)
+    assert slow_skipped == 0
+    assert slow == fast
+    assert fast_times <= slow_times and len(slow_times) - len(fast_times) == fast_skipped
+    return fast_skipped
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 5), n_pgs=st.integers(0, 6), n_jobs=st.integers(1, 10))
+def test_simulations_with_volcano_jobs_record_the_same_with_and_without_fast_paths(seed, n_nodes, n_pgs, n_jobs):
+    compare(seed, n_nodes, n_pgs, n_jobs)
+
+
+def test_quiet_sessions_are_skipped_and_controller_syncs_few_jobs():
+    """The fast paths do act on such workloads (the comparison above is not vacuous)."""
+    skipped = sum(compare(seed, 4, 4, 8) for seed in range(3))
+    assert skipped > 0
+
+
+def test_clock_reading_plugins_turn_skipping_off():
+    sc = scenario(7, 3, 3, 6)
+    sc.config = _config(
+        'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n  - name: sla\n'
+        '    arguments:\n      sla-waiting-time: 1m\n  - name: predicates\n  - name: proportion\n')
+    sim = Simulation(sc, period=1.0, until=600)
+    trace = sim.run()
+    assert trace.skipped_sessions == 0 and trace.sessions
