@@ -203,8 +203,15 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> t
     sim.cluster.update_podgroup_status = logged  # type: ignore[method-assign]
     write_queue = sim.cluster.update_queue_status
 
+    last_queue: dict[str, str] = {}
+
     def logged_queue(name: str, status: dict) -> None:  # the queues' allocations (close's queue_status)
-        writes.append((sim.clock.now(), name, json.dumps(status, sort_keys=True, default=str)))
+        # Writes that change a queue's status are compared; a skipped quiet session (skip_quiet_sessions) would
+        # only have written the same status again.
+        text = json.dumps(status, sort_keys=True, default=str)
+        if last_queue.get(name) != text:
+            last_queue[name] = text
+            writes.append((sim.clock.now(), name, text))
         write_queue(name, status)
 
     sim.cluster.update_queue_status = logged_queue  # type: ignore[method-assign]
