@@ -54,6 +54,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   PodGroup counts from the same log. A cluster without a change log gets a full sync every time.
 - `incremental_recorder` (simulator): the recorder and the virtual kubelet follow the pods the change log names
   instead of scanning every pod at every step.
+- `incremental_job_stats` (info.py): a task's status change moves its job's counts per status (and the counts
+  per set of statuses) by one instead of dropping them for a recount of the job's tasks at the next question
+  (gang's readiness after every placement); the figures derived from them are dropped as before.
 - `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
   session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
 """
@@ -76,10 +79,12 @@ proportion_memo = True
 event_driven_controller = True
 incremental_recorder = True
 skip_quiet_sessions = True
+incremental_job_stats = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo",
-          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions")
+          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions",
+          "incremental_job_stats")
 
 
 @contextmanager

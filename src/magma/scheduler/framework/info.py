@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from magma.api.resources import Resources
 
+from . import fastpath
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -91,10 +93,17 @@ def _get_status(self: TaskInfo) -> TaskStatus:
 
 
 def _set_status(self: TaskInfo, value: TaskStatus) -> None:
-    self._status = value
     owner = self._owner
     if owner is not None:
-        owner._stats = None  # the job's counts and sums are recomputed on next use
+        st = owner._stats
+        if st is not None:
+            # The job's counts move by one (fastpath.incremental_job_stats) instead of a recount of its tasks on
+            # next use; figures derived from them are dropped either way. Only for a task the job still holds.
+            if fastpath.incremental_job_stats and st.n == len(owner.tasks) and owner.tasks.get(self.uid) is self:
+                st.move(self, self._status, value)
+            else:
+                owner.__dict__["_stats"] = None  # (not through KeptJob.__setattr__: not a session field)
+    self._status = value
 
 
 # A property over the dataclass field: every status change invalidates the owning job's cached counts.
@@ -226,6 +235,25 @@ class _JobStats:
         self.pending_best_effort = be
         self.allocated: Resources | None = None
         self.memo: dict = {}
+
+    def move(self, task: TaskInfo, old: TaskStatus, new: TaskStatus) -> None:
+        """Count `task` (one of the job's tasks, counted here as `old`) as `new`, as a recount would (a status
+        without tasks is not a key), with the sums per status set moved too; the figures derived from the counts
+        are dropped (a new `memo` dict: its identity tells holders that the counts changed)."""
+        counts = self.counts
+        n = counts[old] - 1
+        if n:
+            counts[old] = n
+        else:
+            del counts[old]
+        counts[new] = counts.get(new, 0) + 1
+        sums = self.sums
+        for k in sums:
+            sums[k] += (new in k) - (old in k)
+        if (old is S.PENDING) != (new is S.PENDING) and task.best_effort:
+            self.pending_best_effort += 1 if new is S.PENDING else -1
+        self.allocated = None
+        self.memo = {}
 
 
 @dataclass(eq=False)

@@ -334,16 +334,16 @@ class Session:
     def victim_order(self, job: JobInfo) -> list[TaskInfo]:
         """The job's Bound and Running tasks in reverse TaskOrder (the order victims are taken in); callers must not
         change the list. With fastpath.preempt_caches and a TaskOrder given by sort keys (functions of the tasks
-        alone), kept until a task of the job changes status (its `stats()` are renewed then)."""
+        alone), kept until a task of the job changes status (its `stats().memo` is renewed then)."""
         if not fastpath.preempt_caches or self._task_order_key() is None:
             return self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
         if self._victim_orders is None:
             self._victim_orders = {}
-        st = job.stats()
+        memo = job.stats().memo
         got = self._victim_orders.get(job.uid)
-        if got is None or got[0] is not st:
+        if got is None or got[0] is not memo:
             tasks = self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
-            got = self._victim_orders[job.uid] = (st, tasks)
+            got = self._victim_orders[job.uid] = (memo, tasks)
         return got[1]
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -418,7 +418,8 @@ class Session:
         """Per row, everything a score with a `node_scores_key` reads from the node: its NodeTable row (allocatable,
         used, idle, releasing, pipelined) and what each score plugin keeps per node besides (`row_state(rows)`,
         e.g. nodeorder's requested resources). Equal rows here give equal scores for tasks of equal keys. `rows` is
-        an index array; `row_state` is also given a slice of one row (`node_state_key`)."""
+        an index array. For one row, `node_state_key` asks a plugin's `row_state_key(row)` (the same row as bytes) or gives
+        `row_state` a slice of that row."""
         t = self.table
         parts = [t.alloc[rows], t.used[rows], t.idle[rows], t.releasing[rows], t.pipelined[rows]]
         for fn in self.node_order_fns():
@@ -435,11 +436,14 @@ class Session:
                  t.pipelined[row].tobytes()]
         got = self._enabled_cache.get("row_state")
         if got is None:
+            # per score plugin keeping a row state: its bytes for one row (`row_state_key(row)`, when it has one)
             got = self._enabled_cache["row_state"] = [
-                rs for fn in self.node_order_fns()
-                if (rs := getattr(getattr(fn, "__self__", None), "row_state", None)) is not None]
-        for row_state in got:
-            parts.append(np.asarray(row_state(slice(row, row + 1)), dtype=np.int64).tobytes())
+                getattr(owner, "row_state_key", None)
+                or (lambda row, rs=rs: np.asarray(rs(slice(row, row + 1)), dtype=np.int64).tobytes())
+                for fn in self.node_order_fns()
+                if (rs := getattr(owner := getattr(fn, "__self__", None), "row_state", None)) is not None]
+        for row_state_key in got:
+            parts.append(row_state_key(row))
         return b"".join(parts)
 
     # ---------------------------------------------------------------- placement (changes session state now)

@@ -410,7 +410,10 @@ class NodeIndex:
                 tr.counts[row] += 1
         self._carry(task, row, 1)
         if self._nonzero is not None:
-            self._nonzero[row] += nonzero_extra(task)
+            a, b = nonzero_extra(task)
+            if a or b:  # (most pods state both)
+                self._nonzero[row, 0] += a
+                self._nonzero[row, 1] += b
 
     def _remove(self, uid: str) -> None:
         task, fk = self._placed.pop(uid)
@@ -421,7 +424,10 @@ class NodeIndex:
                 tr.counts[row] -= 1
         self._carry(task, row, -1)
         if self._nonzero is not None:
-            self._nonzero[row] -= nonzero_extra(task)
+            a, b = nonzero_extra(task)
+            if a or b:
+                self._nonzero[row, 0] -= a
+                self._nonzero[row, 1] -= b
 
     def _carry(self, task: TaskInfo, row: int, d: int) -> None:
         if len(task.shape) > 1 and not task.shape[1]:
@@ -507,6 +513,20 @@ class NodeIndex:
         return np.stack([req[:, t.col[CPU]] if CPU in t.col else np.zeros(n, np.int64),
                          req[:, t.col[MEMORY]] if MEMORY in t.col else np.zeros(n, np.int64)],
                         axis=1) + nz
+
+    def state_bytes(self, row: int) -> bytes:
+        """`requested` and `nonzero_requested` of one row as the bytes of their int64 rows side by side (nodeorder's
+        `row_state` of that row): a placement re-keys one row, by plain row views."""
+        req = self.req()
+        t = self.table
+        ci, mi = t.col.get(CPU), t.col.get(MEMORY)
+        if self._nonzero is None or ci is None or mi is None:
+            rows = slice(row, row + 1)
+            return np.concatenate([req[rows], self.nonzero_requested(rows)], axis=1).tobytes()
+        r = req[row]
+        nz = self._nonzero[row].tolist()
+        both = np.array([int(r[ci]) + nz[0], int(r[mi]) + nz[1]], dtype=np.int64)
+        return r.tobytes() + both.tobytes()
 
     def req(self) -> np.ndarray:
         """Requested resources per node (all table columns)."""

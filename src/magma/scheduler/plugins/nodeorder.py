@@ -138,6 +138,10 @@ class NodeOrder:
         """What the resource scores read per node besides the NodeTable: requested and NonZeroRequested."""
         return np.concatenate([self.index.req()[rows], self.index.nonzero_requested(rows)], axis=1)
 
+    def row_state_key(self, row: int) -> bytes:
+        """`row_state` of one row as int64 bytes (Session.node_state_key)."""
+        return self.index.state_bytes(row)
+
     # ------------------------------------------------------------ resources
     def _pod_request(self, task: TaskInfo) -> tuple[int, int, int, int, int]:
         """(nonzero cpu, nonzero memory, cpu, memory, gpu) of the incoming pod."""
