@@ -289,13 +289,44 @@ class Candidates:
         return self.failed_summary
 
 
-def state_scores(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+def state_keys(ssn: Session, rows: np.ndarray, cache: dict[int, bytes] | None = None) -> list[bytes]:
+    """`Session.node_state` of each row as bytes (one `tobytes()` for all). With `cache` (row -> key, of rows that
+    have not changed since: the caller drops a row's entry when it changes), only missing rows are computed."""
+    if cache is None:
+        todo, keys = rows, None
+    else:
+        rl = rows.tolist()
+        keys = [cache.get(r) for r in rl]
+        miss = [i for i, k in enumerate(keys) if k is None]
+        if not miss:
+            return keys  # type: ignore[return-value]
+        if len(miss) <= 8:  # a few rows by plain row views: numpy's fixed cost per call would dominate
+            for i in miss:
+                keys[i] = cache[rl[i]] = ssn.node_state_key(rl[i])
+            return keys  # type: ignore[return-value]
+        todo = rows if len(miss) == len(rl) else rows[miss]
+    states = np.ascontiguousarray(ssn.node_state(todo))
+    raw, width = states.tobytes(), states.shape[1] * states.itemsize
+    got = [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * len(todo)
+    if cache is None:
+        return got
+    for i, k in zip(miss, got):
+        keys[i] = cache[rl[i]] = k
+    return keys  # type: ignore[return-value]
+
+
+def state_scores(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: np.ndarray,
+                 cache: dict[int, bytes] | None = None) -> np.ndarray:
     """Scores of `rows` for a task with a `node_scores_key`, computed once per distinct node state (`memo`: node
     state -> score, for tasks of one key): a node that fills up to the state of another node (equal free
-    capacity, equal requests) scores what that node scored."""
-    states = np.ascontiguousarray(ssn.node_state(rows))
-    raw, width = states.tobytes(), states.shape[1] * states.itemsize
-    keys = [raw[i:i + width] for i in range(0, len(raw), width)] if width else [b""] * len(rows)
+    capacity, equal requests) scores what that node scored. `cache`: see `state_keys`."""
+    return np.fromiter(state_score_list(ssn, memo, task, rows, cache), dtype=np.float64, count=len(rows))
+
+
+def state_score_list(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: np.ndarray,
+                     cache: dict[int, bytes] | None = None) -> list[float]:
+    """`state_scores` as a list of floats."""
+    keys = state_keys(ssn, rows, cache)
     miss = [i for i, k in enumerate(keys) if k not in memo]
     if miss:
         # one row per distinct missing state
@@ -305,7 +336,7 @@ def state_scores(ssn: Session, memo: dict[bytes, float], task: TaskInfo, rows: n
         idx = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         for k, sc in zip(first, ssn.node_scores(task, rows[idx]).tolist()):
             memo[k] = sc
-    return np.fromiter((memo[k] for k in keys), dtype=np.float64, count=len(keys))
+    return [memo[k] for k in keys]
 
 
 class SharedGroup:
@@ -331,28 +362,24 @@ class SharedGroup:
         self.version = len(alloc.log)
         self.fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
         self.fit_idle = self.fit_future & table.fits(self.vec, table.idle)
-        self.score = np.zeros(len(self.fit_future), dtype=np.float64)
         self.stamp = [0] * len(self.fit_future)
         self.heaps: tuple[list, list] = ([], [])  # rows fitting FutureIdle only, rows fitting Idle
         self.memo: dict[bytes, float] = {}  # node state (Session.node_state) -> score: nodes in equal state
         self._summary: tuple[int, str] | None = None
-        self._push(task, np.flatnonzero(self.fit_future))
+        rows = np.flatnonzero(self.fit_future)
+        self._push(task, rows, self.fit_idle[rows])
         for h in self.heaps:
             heapq.heapify(h)
 
-    def _scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        return state_scores(self.alloc.ssn, self.memo, task, rows)
-
-    def _push(self, task: TaskInfo, rows: np.ndarray, heap_push: bool = False) -> None:
+    def _push(self, task: TaskInfo, rows: np.ndarray, fits_idle: np.ndarray, heap_push: bool = False) -> None:
+        """Score `rows` (all fitting FutureIdle; `fits_idle` per row) and add them to the heaps."""
         if not len(rows):
             return
-        scores = self._scores(task, rows)
-        self.score[rows] = scores
-        idle = self.fit_idle[rows]
+        scores = state_score_list(self.alloc.ssn, self.memo, task, rows, self.alloc.state_keys)
         stamp = self.stamp
         heaps = self.heaps
-        for row, sc, i in zip(rows.tolist(), (-scores).tolist(), idle.tolist()):
-            entry = (sc, row, stamp[row])
+        for row, sc, i in zip(rows.tolist(), scores, fits_idle.tolist()):
+            entry = (-sc, row, stamp[row])
             if heap_push:
                 heapq.heappush(heaps[i], entry)
             else:
@@ -370,7 +397,7 @@ class SharedGroup:
             self._refresh_array(task, np.fromiter(sorted(changed), dtype=np.int64, count=len(changed)))
         stamp = self.stamp
         for h in self.heaps:
-            if len(h) > 64 and len(h) > 4 * len(self.score):
+            if len(h) > 64 and len(h) > 4 * len(stamp):
                 h[:] = [e for e in h if e[2] == stamp[e[1]]]
                 heapq.heapify(h)
 
@@ -382,32 +409,41 @@ class SharedGroup:
         idle, releasing, pipelined = table.idle, table.releasing, table.pipelined
         vec = self.vec_list
         mask, stamp, memo, heaps = self.pred.mask, self.stamp, self.memo, self.heaps
+        keys = self.alloc.state_keys
         for r in rows:
+            if not mask[r]:
+                continue  # the predicates fail it: it never fits (nor has heap entries)
             stamp[r] += 1
             free = idle[r].tolist()
-            fits_future = bool(mask[r]) and all(
+            fits_future = all(
                 i + rel - pip >= v for i, rel, pip, v in zip(free, releasing[r].tolist(), pipelined[r].tolist(), vec))
             fits_idle = fits_future and all(i >= v for i, v in zip(free, vec))
             self.fit_future[r] = fits_future
             self.fit_idle[r] = fits_idle
             if fits_future:
-                key = ssn.node_state_key(r)
+                key = keys.get(r)
+                if key is None:
+                    key = keys[r] = ssn.node_state_key(r)
                 sc = memo.get(key)
                 if sc is None:
                     sc = memo[key] = ssn.node_scores(task, np.array([r], dtype=np.int64)).tolist()[0]
-                self.score[r] = sc
                 heapq.heappush(heaps[fits_idle], (-sc, r, stamp[r]))
 
     def _refresh_array(self, task: TaskInfo, rows: np.ndarray) -> None:
-        table = self.alloc.ssn.table
-        vec = self.vec
-        fut = table.idle[rows] + table.releasing[rows] - table.pipelined[rows]
-        self.fit_future[rows] = self.pred.mask[rows] & (fut >= vec).all(axis=1)
-        self.fit_idle[rows] = self.fit_future[rows] & (table.idle[rows] >= vec).all(axis=1)
+        rows = rows[self.pred.mask[rows]]  # the others never fit (nor have heap entries)
+        if not len(rows):
+            return
         stamp = self.stamp
         for r in rows.tolist():
             stamp[r] += 1
-        self._push(task, rows[self.fit_future[rows]], heap_push=True)
+        table = self.alloc.ssn.table
+        vec = self.vec
+        idle = table.idle[rows]
+        fits_future = (idle + table.releasing[rows] - table.pipelined[rows] >= vec).all(axis=1)
+        fits_idle = fits_future & (idle >= vec).all(axis=1)
+        self.fit_future[rows] = fits_future
+        self.fit_idle[rows] = fits_idle
+        self._push(task, rows[fits_future], fits_idle[fits_future], heap_push=True)
 
     def best(self, task: TaskInfo) -> tuple[int, bool] | None:
         self.refresh(task)
@@ -542,6 +578,9 @@ class Allocator:
         self.plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
         # Shared groups (fastpath.shared_groups): every row whose resources changed in this action, in order.
         self.log: list[int] = []
+        # Node state keys (Session.node_state_key) of rows unchanged since they were computed: groups re-scoring a
+        # row after a change key it once for all; a row's entry is dropped when the row is logged.
+        self.state_keys: dict[int, bytes] = {}
         self.shared: dict[tuple, SharedGroup] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
@@ -566,7 +605,23 @@ class Allocator:
         """Log the rows of a statement's placements (before a commit or discard changes them)."""
         for op in stmt.ops:
             if op.node is not None:
-                self.log.append(op.node.index)
+                self._log(op.node.index)
+
+    def _commit(self, stmt: Statement) -> None:
+        """Commit a job's statement, logging the rows the commit changes: a pipelined task's (it moves to the
+        node's used resources), a refused bind's (its task is put back to Pending), every row when bind annotators
+        are registered. An allocated task that binds leaves its node as it was (Session.commit_bind)."""
+        ops = [op for op in stmt.ops if op.node is not None]
+        stmt.commit()
+        annotated = bool(self.ssn.bind_annotators)
+        for op in ops:
+            if annotated or op.kind != "allocate" or op.task.status is not S.BINDING:
+                self._log(op.node.index)
+
+    def _log(self, row: int) -> None:
+        """A row whose resources change (or have just changed): the groups re-check it when next used."""
+        self.log.append(row)
+        self.state_keys.pop(row, None)
 
     def reserved(self, task: TaskInfo, rows: np.ndarray | None = None) -> np.ndarray | None:
         return None if self.plan is None else self.plan.blocked(task, rows)
@@ -621,8 +676,7 @@ class Allocator:
             job = jobs.pop()
             stmt = self.allocate_job(job, queue, self.tasks[job.uid])
             if stmt is not None and ssn.job_ready(job):
-                self._logged(stmt)  # a refused bind puts its task back to Pending
-                stmt.commit()
+                self._commit(stmt)
                 if self.tasks[job.uid]:
                     jobs.push(job)
             queues.push(queue)
@@ -662,7 +716,7 @@ class Allocator:
                 self.predicates.invalidate()
             self.changed.append(row)
             self.version += 1
-            self.log.append(row)
+            self._log(row)
             if ssn.job_ready(job):
                 break
         if ssn.job_ready(job) or ssn.job_pipelined(job):

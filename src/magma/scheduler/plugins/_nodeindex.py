@@ -543,14 +543,22 @@ class NodeIndex:
         return self._event_rows.get(task.uid)
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        row = self._row_of(task)
+        row = self.table.row.get(task.node) if task.node is not None else self._event_rows.get(task.uid)  # _row_of
         if row is None:
             return
-        self._event_rows[task.uid] = row
-        self._removed.discard(task.uid)
-        req = self.req()
-        req[row, : len(task.vec)] += task.vec
-        if self._placed is not None and task.pod is not None and task.uid not in self._placed:
+        uid = task.uid
+        self._event_rows[uid] = row
+        self._removed.discard(uid)
+        req = self.requested
+        vec = task.vec
+        if req.shape[1] != len(vec):
+            req = self.req()
+        if len(vec) == req.shape[1]:
+            req[row] += vec
+        else:
+            req[row, : len(vec)] += vec
+        placed = self._placed
+        if placed is not None and task.pod is not None and uid not in placed:
             self._add(task, row)
 
     def _on_deallocate(self, task: TaskInfo) -> None:

@@ -191,13 +191,10 @@ class DrfPlugin:
     def share_of(self, res: Resources) -> float:
         return dominant_share(res, self.total)[1]
 
-    def _set(self, uid: str, alloc: Resources) -> None:
-        self.allocated[uid] = alloc
-        self.shares[uid] = self.share_of(alloc)
-
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.total = total = ssn.total
+        self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -235,20 +232,29 @@ class DrfPlugin:
         self._total_delta: dict[str, int] = {}
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        if task.job in self.allocated:
-            self._set(task.job, self.allocated[task.job] + task.resreq)
-            delta = self._total_delta
-            for k, q in task.resreq.items():
-                delta[k] = delta.get(k, 0) + q
-            self._tree = None
+        self._move(task, 1)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
-        if task.job in self.allocated:
-            self._set(task.job, self.allocated[task.job] - task.resreq)
-            delta = self._total_delta
-            for k, q in task.resreq.items():
-                delta[k] = delta.get(k, 0) - q
-            self._tree = None
+        self._move(task, -1)
+
+    def _move(self, task: TaskInfo, sign: int) -> None:
+        uid = task.job
+        alloc = self.allocated.get(uid)
+        if alloc is None:
+            return
+        alloc = self.allocated[uid] = alloc + task.resreq if sign > 0 else alloc - task.resreq
+        # share_of(alloc) in plain ints: max over the cluster's resources of allocated / total
+        have = alloc._v.get
+        best = 0.0
+        for k, t in self._totals:
+            s = have(k, 0) / t
+            if s > best:
+                best = s
+        self.shares[uid] = best
+        delta = self._total_delta
+        for k, q in task.resreq._v.items():
+            delta[k] = delta.get(k, 0) + sign * q
+        self._tree = None
 
     # -- extension functions
     def job_order(self, a: JobInfo, b: JobInfo) -> int:

@@ -255,20 +255,21 @@ class ProportionPlugin:
         job = self.ssn.jobs.get(task.job)
         if job is None or job.queue not in self.attrs:
             return
-        changes = [(k, q if sign > 0 else -q) for k, q in task.resreq.items()]
+        req = task.resreq._v
+        changes = req.items() if sign > 0 else [(k, -q) for k, q in req.items()]
         for at in self._path(job.queue):
             # at.allocated +/- the request, in plain ints (as Resources arithmetic gives it: zeros dropped)
-            v = dict(at.allocated.items())
+            v = dict(at.allocated._v)
             for k, q in changes:
                 n = v.get(k, 0) + q
                 if n:
                     v[k] = n
                 else:
-                    v.pop(k, None)
+                    del v[k]  # (it was -q)
             at.allocated = Resources._of(v)
             # at.update_share(), over the new dict: share() is max over deserved's dimensions of allocated/deserved
             best = 0.0
-            for k, b in at.deserved.items():
+            for k, b in at.deserved._v.items():
                 if b > 0:
                     x = v.get(k, 0) / b
                     if x > best:
