@@ -387,14 +387,19 @@ class SharedGroup:
 
     def refresh(self, task: TaskInfo) -> None:
         log = self.alloc.log
-        if self.version == len(log):
+        n = len(log)
+        if self.version == n:
             return
-        changed = set(log[self.version:])
-        self.version = len(log)
-        if len(changed) <= 4:
-            self._refresh_rows(task, sorted(changed))
+        if n - self.version == 1:  # the common case: the group's own placement
+            self.version = n
+            self._refresh_rows(task, log[-1:])
         else:
-            self._refresh_array(task, np.fromiter(sorted(changed), dtype=np.int64, count=len(changed)))
+            changed = set(log[self.version:])
+            self.version = n
+            if len(changed) <= 4:
+                self._refresh_rows(task, sorted(changed))
+            else:
+                self._refresh_array(task, np.fromiter(sorted(changed), dtype=np.int64, count=len(changed)))
         stamp = self.stamp
         for h in self.heaps:
             if len(h) > 64 and len(h) > 4 * len(stamp):
@@ -427,7 +432,11 @@ class SharedGroup:
                 sc = memo.get(key)
                 if sc is None:
                     sc = memo[key] = ssn.node_scores(task, np.array([r], dtype=np.int64)).tolist()[0]
-                heapq.heappush(heaps[fits_idle], (-sc, r, stamp[r]))
+                h = heaps[fits_idle]
+                if h and h[0][1] == r:  # the row's own entry, out of date now, is on top: one sift instead of two
+                    heapq.heapreplace(h, (-sc, r, stamp[r]))
+                else:
+                    heapq.heappush(h, (-sc, r, stamp[r]))
 
     def _refresh_array(self, task: TaskInfo, rows: np.ndarray) -> None:
         rows = rows[self.pred.mask[rows]]  # the others never fit (nor have heap entries)

@@ -117,6 +117,7 @@ class Session:
     def add_fn(self, point: str, plugin: str, fn: Callable) -> None:
         self._fns[point][plugin] = fn
         self._enabled_cache.pop(point, None)
+        self._enabled_cache.pop((point, "flat"), None)
         if point == "task_order":
             self._enabled_cache.pop("task_order_key", None)
         if point == "job_order":
@@ -137,6 +138,13 @@ class Session:
             got = self._enabled_cache[point] = [
                 [(opt.name, fns[opt.name]) for opt in tier if opt.name in fns and (flag is None or opt.enabled(flag))]
                 for tier in self.tiers]
+        return got
+
+    def _enabled_fns(self, point: str) -> list[Callable]:
+        """The functions of `_enabled(point)`, tier after tier, as one list (votes asked at every placement)."""
+        got = self._enabled_cache.get((point, "flat"))
+        if got is None:
+            got = self._enabled_cache[(point, "flat")] = [fn for tier in self._enabled(point) for _, fn in tier]
         return got
 
     # ---------------------------------------------------------------- ordering
@@ -257,10 +265,16 @@ class Session:
         return ValidateResult(True)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for tier in self._enabled("job_ready") for _, fn in tier)
+        for fn in self._enabled_fns("job_ready"):
+            if not fn(job):
+                return False
+        return True
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for tier in self._enabled("allocatable") for _, fn in tier)
+        for fn in self._enabled_fns("allocatable"):
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return all(fn(queue, task) for tier in self._enabled("preemptive") for _, fn in tier)
@@ -470,7 +484,12 @@ class Session:
             self.touched_nodes[node] = dict(node.tasks)
 
     def _place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
-        self._touch(task, node)
+        touched = self.touched_tasks
+        if touched is not None:  # self._touch(task, node), inline: once per placement
+            if task not in touched:
+                touched[task] = (task.status, task.node, task.nominated_node)
+            if node not in self.touched_nodes:
+                self.touched_nodes[node] = dict(node.tasks)
         task.status = status
         task.node = node.name
         node.tasks[task.uid] = task

@@ -27,6 +27,7 @@ The same rule gives `requested`, the node's sum of requests as kube-scheduler's 
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
@@ -36,6 +37,8 @@ from magma.api.resources import CPU, MEMORY
 
 from ..framework import EventHandler, Session, TaskInfo
 from . import _selectors as sel
+
+_TWO_INT64 = struct.Struct("=2q")
 
 # kube-scheduler's defaults for containers without a cpu / memory request (NonZeroRequested).
 DEFAULT_MILLI_CPU = 100
@@ -151,7 +154,8 @@ def nonzero_extra(task: TaskInfo) -> tuple[int, int]:
                 DEFAULT_MEMORY if task.resreq[MEMORY] == 0 else 0)
     spec = pod.spec
     q = task.resreq
-    if q[CPU] and q[MEMORY] and len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
+    if q._v.get(CPU) and q._v.get(MEMORY) and len(spec.containers) == 1 and not spec.init_containers \
+            and not spec.overhead:
         return 0, 0  # one container asking for both: nothing is missing
 
     def missing(c) -> tuple[int, int]:
@@ -524,9 +528,8 @@ class NodeIndex:
             rows = slice(row, row + 1)
             return np.concatenate([req[rows], self.nonzero_requested(rows)], axis=1).tobytes()
         r = req[row]
-        nz = self._nonzero[row].tolist()
-        both = np.array([int(r[ci]) + nz[0], int(r[mi]) + nz[1]], dtype=np.int64)
-        return r.tobytes() + both.tobytes()
+        a, b = self._nonzero[row].tolist()
+        return r.tobytes() + _TWO_INT64.pack(int(r[ci]) + a, int(r[mi]) + b)  # (numpy's int64 bytes, native order)
 
     def req(self) -> np.ndarray:
         """Requested resources per node (all table columns)."""

@@ -84,6 +84,7 @@ class NodeOrder:
         self.ssn = ssn
         self.index = NodeIndex.of(ssn)
         self._taint_counts: dict[Any, np.ndarray] = {}
+        self._intolerable: dict[Any, bool] = {}  # per toleration key: does some node have a taint it scores down?
         self._pref_rows: dict[Any, np.ndarray] = {}
         self._pod_req: dict[str, tuple] = {}
         ssn.add_fn("node_order_batch", NAME, self.scores)
@@ -128,9 +129,13 @@ class NodeOrder:
                 if any(c.term.matches(pt.labels, pt.namespace) for c in self.index.carried(kind)):
                     return None
         if w["tainttoleration.weight"] and self.index.n:
-            rows = np.zeros(1, dtype=np.int64)
-            self.taint_toleration(task, pt, rows)  # fills the per-toleration counts over all nodes
-            if int(self._taint_counts[pt.toleration_key].max()) > 0:
+            intolerable = self._intolerable.get(pt.toleration_key)
+            if intolerable is None:
+                rows = np.zeros(1, dtype=np.int64)
+                self.taint_toleration(task, pt, rows)  # fills the per-toleration counts over all nodes
+                intolerable = self._intolerable[pt.toleration_key] = int(
+                    self._taint_counts[pt.toleration_key].max()) > 0
+            if intolerable:
                 return None
         return (NAME, self._pod_request(task))
 

@@ -221,6 +221,7 @@ class ProportionPlugin:
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}
+        self._wanted: dict[Resources, list[tuple[str, int]]] = {}  # request -> the (resource, amount) it asks for
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -324,7 +325,11 @@ class ProportionPlugin:
         """`not_allocatable(queue, task) is None`, without making the message (asked at every placement)."""
         if queue.state != "Open" or not self.tree.is_leaf(queue.name):
             return False
-        wanted = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
+        wanted = self._wanted.get(task.resreq)
+        if wanted is None:
+            if len(self._wanted) > 4096:
+                self._wanted.clear()
+            wanted = self._wanted[task.resreq] = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
         for at in self._path(queue.name):
             if at.name == ROOT:
                 continue
