@@ -590,6 +590,7 @@ class Allocator:
         # Node state keys (Session.node_state_key) of rows unchanged since they were computed: groups re-scoring a
         # row after a change key it once for all; a row's entry is dropped when the row is logged.
         self.state_keys: dict[int, bytes] = {}
+        self._sensitive_jobs: dict[str, bool] = {}  # job uid -> had it a placement-sensitive task at its first turn
         self.shared: dict[tuple, SharedGroup] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
@@ -697,7 +698,10 @@ class Allocator:
         groups: dict[tuple, Candidates] = {}
         self.changed = []
         self.version = 0
-        self.sensitive = any(placement_sensitive(t) for t in tasks)
+        # Its tasks left are some of those of its first turn: a job without such pods then has none now.
+        turn_sensitive = self._sensitive_jobs.get(job.uid, True) and any(placement_sensitive(t) for t in tasks)
+        self._sensitive_jobs.setdefault(job.uid, turn_sensitive)
+        self.sensitive = turn_sensitive
         blocked: TaskInfo | None = None  # a task the queue refused (its reason is written after the turn)
         while tasks:
             task = tasks.popleft()
@@ -720,7 +724,7 @@ class Allocator:
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
-            if placement_sensitive(task):
+            if turn_sensitive and placement_sensitive(task):
                 self.sensitive = True
                 self.predicates.invalidate()
             self.changed.append(row)

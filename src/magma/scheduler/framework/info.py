@@ -167,8 +167,8 @@ class JobInfo:
         if isinstance(statuses, frozenset):
             n = st.sums.get(statuses)
             if n is None:
-                counts = st.counts
-                n = st.sums[statuses] = sum(counts.get(s, 0) for s in statuses)
+                # over the statuses the job's tasks have (a few), not over the set's
+                n = st.sums[statuses] = sum([c for s, c in st.counts.items() if s in statuses])
             return n
         counts = st.counts
         return sum(counts.get(s, 0) for s in statuses)

@@ -12,7 +12,7 @@ from .info import NodeInfo, TaskInfo, TaskStatus
 from .session import Session
 
 
-@dataclass
+@dataclass(slots=True)
 class _Op:
     kind: str  # allocate | pipeline | evict
     task: TaskInfo
