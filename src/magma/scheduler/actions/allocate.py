@@ -343,12 +343,13 @@ class SharedGroup:
     """The fast path of `Candidates` (fastpath.shared_groups): one group of identical tasks for the whole action.
 
     Tasks are identical when their shape, request and score inputs (`Session.node_scores_key`) are equal; the
-    scores of such a task on a node are then a function of that node's state alone. The group keeps the
-    feasibility masks over all rows, each feasible row's score, and two heaps of (-score, row) - rows that fit
-    Idle, rows that fit only FutureIdle - so that the best node is the top of a heap instead of an argmax over
-    all rows. Every placement, undo or commit in the action appends its row to the allocator's change log; on
-    use the group re-checks and re-scores only the rows logged since it last looked, and pushes them again with
-    a new stamp (entries with an old stamp are dropped when they reach the top). The best entry is the highest
+    scores of such a task on a node are then a function of that node's state alone. The group keeps two heaps
+    of (-score, row) over the feasible rows - rows that fit Idle, rows that fit only FutureIdle - so that the
+    best node is the top of a heap instead of an argmax over all rows. Every placement, undo or commit that
+    changes a row in the action appends it to the allocator's change log; on use the group re-checks and
+    re-scores only the rows logged since it last looked (those its predicates pass), and pushes them again with
+    a new stamp (entries with an old stamp are dropped when they reach the top). Scores are kept per node state
+    (`state_scores`), and node state keys per row until the row changes (`Allocator.state_keys`). The best entry is the highest
     score and, among equal scores, the lowest row: the node `Candidates.best` picks."""
 
     def __init__(self, alloc: "Allocator", task: TaskInfo):
@@ -360,14 +361,15 @@ class SharedGroup:
         self.vec = task.vec
         self.vec_list = task.vec.tolist()
         self.version = len(alloc.log)
-        self.fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
-        self.fit_idle = self.fit_future & table.fits(self.vec, table.idle)
-        self.stamp = [0] * len(self.fit_future)
+        # Which rows fit is known from the heaps from now on: the masks are not kept up to date.
+        fit_future = self.pred.mask & table.fits(self.vec, table.future_idle())
+        fit_idle = fit_future & table.fits(self.vec, table.idle)
+        self.stamp = [0] * len(fit_future)
         self.heaps: tuple[list, list] = ([], [])  # rows fitting FutureIdle only, rows fitting Idle
         self.memo: dict[bytes, float] = {}  # node state (Session.node_state) -> score: nodes in equal state
         self._summary: tuple[int, str] | None = None
-        rows = np.flatnonzero(self.fit_future)
-        self._push(task, rows, self.fit_idle[rows])
+        rows = np.flatnonzero(fit_future)
+        self._push(task, rows, fit_idle[rows])
         for h in self.heaps:
             heapq.heapify(h)
 
@@ -420,11 +422,13 @@ class SharedGroup:
                 continue  # the predicates fail it: it never fits (nor has heap entries)
             stamp[r] += 1
             free = idle[r].tolist()
-            fits_future = all(
-                i + rel - pip >= v for i, rel, pip, v in zip(free, releasing[r].tolist(), pipelined[r].tolist(), vec))
-            fits_idle = fits_future and all(i >= v for i, v in zip(free, vec))
-            self.fit_future[r] = fits_future
-            self.fit_idle[r] = fits_idle
+            fits_future = fits_idle = True
+            for i, rel, pip, v in zip(free, releasing[r].tolist(), pipelined[r].tolist(), vec):
+                if i + rel - pip < v:
+                    fits_future = False
+                    break
+                if i < v:
+                    fits_idle = False
             if fits_future:
                 key = keys.get(r)
                 if key is None:
@@ -450,8 +454,6 @@ class SharedGroup:
         idle = table.idle[rows]
         fits_future = (idle + table.releasing[rows] - table.pipelined[rows] >= vec).all(axis=1)
         fits_idle = fits_future & (idle >= vec).all(axis=1)
-        self.fit_future[rows] = fits_future
-        self.fit_idle[rows] = fits_idle
         self._push(task, rows[fits_future], fits_idle[fits_future], heap_push=True)
 
     def best(self, task: TaskInfo) -> tuple[int, bool] | None:

@@ -537,15 +537,16 @@ class Session:
     # ---------------------------------------------------------------- commit (called by Statement.commit)
     def commit_bind(self, task: TaskInfo) -> None:
         """Bind in the cluster. A refused bind puts the task back to Pending, so nothing is ever double-bound."""
+        key = task.key
         if self.cluster is not None:
             annotations: dict[str, str] = {}
             for fn in self.bind_annotators:
                 annotations.update(fn(task))
             try:
                 if annotations:
-                    self.cluster.bind(task.key, task.node, annotations=annotations)
+                    self.cluster.bind(key, task.node, annotations=annotations)
                 else:
-                    self.cluster.bind(task.key, task.node)
+                    self.cluster.bind(key, task.node)
             except Exception as e:  # the cluster said no: resync next session
                 node = task.node
                 self.unallocate(task)
@@ -558,7 +559,7 @@ class Session:
             self.table.add_task(self.nodes[task.node].index, task)
         else:
             task.status = S.BINDING  # Allocated and Binding hold a node alike: the table stays as it is
-        self.binds.append((task.key, task.node))
+        self.binds.append((key, task.node))
 
     def commit_evict(self, task: TaskInfo, reason: str) -> None:
         if self.cluster is not None:
