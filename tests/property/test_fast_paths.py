@@ -11,7 +11,7 @@ session by session; in the fast run the scheduler also ingests the cluster's cha
 (`Scheduler.ingest`) zero, one or two times before a session. A second test runs single sessions on bigger random
 clusters with only the shared groups of allocate and backfill switched. A third checks the keys the fast paths
 stand on: `Session.job_order_key` orders as `job_order_cmp`, and `Session.node_state_key` is `Session.node_state`'s
-row, before and after placements.
+row, before and after placements. A fourth checks that job counts moved by status changes are a recount.
 
 The workloads mix what the fast paths must notice: node labels and taints with nodeSelectors and tolerations
 (predicate keys), preferred node affinity (scores normalised over the candidates: no shared group), required
@@ -34,10 +34,11 @@ from hypothesis import strategies as st
 from magma.api.config import parse_config
 from magma.api.defaults import builtin_priority_classes, builtin_queues
 from magma.api.objects import SIM_DURATION, Node, Object, Pod, PodGroup, PriorityClass, Queue
+from magma.api.resources import Resources
 from magma.cluster.memory import MemoryCluster
 from magma.scheduler.framework import fastpath
 from magma.scheduler.framework.cache import SnapshotCache
-from magma.scheduler.framework.info import TaskStatus
+from magma.scheduler.framework.info import ALLOCATED, READY, JobInfo, TaskInfo, TaskStatus, _JobStats
 from magma.scheduler.scheduler import Scheduler
 from magma.sim.result import build_result
 from magma.sim.runner import Simulation
@@ -301,3 +302,33 @@ def test_keys_agree_with_what_they_stand_for(seed, n_nodes, n_jobs):
     for t in rng.sample(pending, min(len(pending), 5)):
         ssn.allocate(t, rng.choice(ssn.node_list))
     check()
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 10**6), n_tasks=st.integers(1, 12), n_changes=st.integers(1, 30))
+def test_job_counts_moved_by_status_changes_are_a_recount(seed, n_tasks, n_changes):
+    """fastpath.incremental_job_stats: after any status changes, a job's counts per status, its counts per status
+    set asked before, and its pending best-effort count are what a recount of its tasks gives; figures derived from
+    the counts (`memo`) are dropped at every change."""
+    rng = random.Random(seed)
+    statuses = list(TaskStatus)
+    job = JobInfo(uid="j", name="j", namespace="a", queue="q")
+    for i in range(n_tasks):
+        req = Resources() if rng.random() < 0.3 else Resources.of(cpu=1)
+        job.tasks[f"t{i}"] = TaskInfo(uid=f"t{i}", name=f"t{i}", namespace="a", job="j", role="", index=i,
+                                      resreq=req, status=rng.choice(statuses))
+    sets = [READY, ALLOCATED, frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})]
+    for s in sets:
+        job.count(s)
+    job.memo("x", lambda j: 1)
+    for _ in range(n_changes):
+        task = rng.choice(list(job.tasks.values()))
+        task.status = rng.choice(statuses)
+        st_ = job._stats
+        assert st_ is not None and not st_.memo  # moved, not dropped; derived figures dropped
+        fresh = _JobStats(job)
+        assert st_.counts == fresh.counts
+        assert st_.pending_best_effort == fresh.pending_best_effort
+        for s in sets:
+            assert job.count(s) == sum(1 for t in job.tasks.values() if t.status in s)
+        job.memo("x", lambda j: 1)
