@@ -7,8 +7,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `shared_groups` (allocate): a group of identical tasks (same shape, request and score inputs) keeps its
   feasibility masks and a heap of node scores for the whole action, not only for one job's turn; after each
   placement only the rows that changed are re-checked and re-scored (a few rows in plain ints, keyed by
-  `Session.node_state_key`). Used when every score function scores a node from that node's own state
-  (`Session.node_scores_key`), without node sampling or reservations.
+  `Session.node_state_key`; rows the group's predicates fail are skipped). A row's node state key is kept for
+  all groups until the row changes, and a commit logs only the rows it changes (a pipelined task's, a refused
+  bind's: an allocated task that binds leaves its node as it was). Used when every score function scores a
+  node from that node's own state (`Session.node_scores_key`), without node sampling or reservations.
 - `backfill_groups` (backfill): the same for backfill's BestEffort tasks: tasks with equal predicate inputs,
   request and score inputs keep the rows that pass and fit Idle with their scores in a heap for the whole
   action, re-checking and re-scoring only the rows placed on since; off for the rest of the action once a
