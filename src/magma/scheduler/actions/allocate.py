@@ -137,6 +137,9 @@ def sorted_by_uid(jobs: Iterable[JobInfo]) -> list[JobInfo]:
 def placement_sensitive(task: TaskInfo) -> bool:
     """Whether placing this pod can change predicates or scores of nodes other than its own: inter-pod
     (anti-)affinity and topology spread are judged over topology domains."""
+    shape = task.shape
+    if len(shape) >= 4 and not shape[1] and not shape[3]:
+        return False  # no affinity and no spread constraints at all (snapshot._shape)
     pod = task.pod
     if pod is None:
         return False
