@@ -110,6 +110,9 @@ def _set_status(self: TaskInfo, value: TaskStatus) -> None:
 TaskInfo.status = property(_get_status, _set_status)  # type: ignore[assignment]
 
 
+_MISSING = object()
+
+
 @dataclass(eq=False)
 class JobInfo:
     uid: str
@@ -152,11 +155,10 @@ class JobInfo:
         changes status. `key` must name everything else the figure depends on (the job's phase, say); the value
         must not be changed by callers."""
         memo = self.stats().memo
-        try:
-            return memo[key]
-        except KeyError:
+        value = memo.get(key, _MISSING)
+        if value is _MISSING:  # (often, in allocate: every placement renews the memo)
             value = memo[key] = compute(self)
-            return value
+        return value
 
     def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
         want = set(statuses)
