@@ -69,6 +69,7 @@ from ..framework import (
     fastpath,
 )
 from .. import reasons
+from ..framework.jobindex import session_jobs
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
@@ -361,6 +362,15 @@ class Evictor:
             known[new] = True
         return score[ids]
 
+    def _scored_by_state(self, task: TaskInfo) -> bool:
+        """Whether `node_scores` gives a row's score whatever other rows are asked with it (per node state)."""
+        if not fastpath.preempt_caches:
+            return False
+        if task.uid not in self._score_keys:
+            key = self.ssn.node_scores_key(task)
+            self._score_keys[task.uid] = None if key is None else (key, task.shape, task.resreq)
+        return self._score_keys[task.uid] is not None
+
     def _node_state_ids(self) -> np.ndarray:
         """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
         if self._row_state is None:
@@ -553,6 +563,15 @@ class Evictor:
                         break
             else:
                 return False
+            first = known[row]
+            if (fastpath.preempt_free_room and first.cost == ZERO_COST and shortfall is not None
+                    and shortfall.is_empty() and self._scored_by_state(task)):
+                # Free room gives a plan (on every free node alike: plan_on_node's answer there depends on nothing
+                # of the node), and the loop below would stop at its first node, a free one: the free node with
+                # the lowest victim priority, then the best score, then the lowest row. Only free nodes need scores.
+                at = np.flatnonzero(free)
+                i = at[np.lexsort((rows[at], -self.node_scores(task, rows[at]), floor[at]))[0]]
+                return self.apply(stmt, task, pjob, queue, scope, Plan(int(rows[i]), [], ZERO_COST), idx)
         scores = self.node_scores(task, rows)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
         # cost's first key), then by score, then by row.
@@ -769,10 +788,10 @@ class Evictor:
         units: list[Unit] = []
         for uid in sorted(by_job):
             job = ssn.jobs[uid]
-            pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
             whole = ssn.victim_order(job)  # every Bound and Running task, in the same order
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
+                pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
                 part = pods[:surplus]
                 units.append(Unit(job, part, False, vsum(ssn, part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
@@ -993,11 +1012,17 @@ def vsum(ssn: Session, tasks) -> np.ndarray:
 
 
 def collect_preemptors(ssn: Session) -> list[JobInfo]:
-    """Jobs that may preempt or reclaim: not Pending (or Pending but a preemption candidate), valid, starving."""
+    """Jobs that may preempt or reclaim: not Pending (or Pending but a preemption candidate), valid, starving.
+
+    With fastpath.preempt_active_jobs, the jobs of `session_jobs` only (a quiet job has no Pending task, so it
+    is never one) and the test for a Pending task first (the votes asked after it read the session only)."""
     out = []
     work: RunningWork | None = None
-    for job in sorted_by_uid(ssn.jobs.values()):
+    active = fastpath.preempt_active_jobs
+    for job in sorted_by_uid(session_jobs(ssn) if active else ssn.jobs.values()):
         if job.queue not in ssn.queues:
+            continue
+        if active and not job.count(_PENDING):
             continue
         if job.is_pending():
             work = work or RunningWork(ssn)
@@ -1053,11 +1078,14 @@ def _remaining_same(tasks: list[TaskInfo], task: TaskInfo) -> int:
 
 @action("preempt")
 def preempt(ssn: Session, arguments: dict) -> None:
+    found = collect_preemptors(ssn)
+    if not found:
+        return  # nothing below would run: no need to index victims
     ev = Evictor(ssn, dict(arguments or {}), "preempt")
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     preemptors: dict[str, OrderedHeap[JobInfo]] = {}
     under_request: dict[str, list[JobInfo]] = {}
-    for job in collect_preemptors(ssn):
+    for job in found:
         if job.queue not in preemptors:
             preemptors[job.queue] = OrderedHeap(ssn.job_order_cmp)
             queues.push(ssn.queues[job.queue])

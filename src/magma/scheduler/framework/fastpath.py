@@ -44,6 +44,15 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   kept across sessions and updated for the jobs that changed only (framework/jobindex.py). The plugins read
   their per-queue sums from it; enqueue, allocate, backfill and close visit only the jobs that are not quiet
   and those the session changed.
+- `preempt_active_jobs` (preempt, reclaim): preemptors are looked for among the jobs a session visits
+  (`session_jobs`: with the job index, not the quiet ones, which have no Pending task), and a job without a
+  Pending task is passed over before the plugins are asked whether it is valid and starving.
+- `preempt_free_room` (preempt, reclaim, with preempt_pruning): when free room is the first plan found and the
+  queue need not give anything back, the search would stop at its first node, a free one; that node (lowest
+  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only.
+- `drf_vote_bound` (drf's Preemptable vote): a candidate job whose whole allocation's share is already below
+  what the vote asks is refused at once, and once one of its tasks is refused so are the ones offered after it,
+  without a share computed per task: evicting tasks only lowers the share.
 - `proportion_memo` (proportion): what proportion's open computes from few inputs is kept by those inputs and
   taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
   cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool
@@ -72,14 +81,18 @@ incremental_snapshot = True
 preempt_pruning = True
 preempt_caches = True
 job_index = True
+preempt_active_jobs = True
+drf_vote_bound = True
+preempt_free_room = True
 proportion_memo = True
 event_driven_controller = True
 incremental_recorder = True
 skip_quiet_sessions = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
-          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo",
-          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions")
+          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
+          "drf_vote_bound", "preempt_free_room", "proportion_memo", "event_driven_controller",
+          "incremental_recorder", "skip_quiet_sessions")
 
 
 @contextmanager

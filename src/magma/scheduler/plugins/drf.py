@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from magma.api.resources import Resources
 
-from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, plugin
+from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
 
 NAME = "drf"
@@ -268,14 +268,31 @@ class DrfPlugin:
         # a preemptor looks at): max over the cluster's resources of remaining / total.
         totals = [(k, v) for k, v in self.total.items() if v > 0]
         remaining: dict[str, dict[str, int]] = {}
+        refused: set[str] = set()
+        bound = fastpath.drf_vote_bound
         out = []
         for t in candidates:
             rem = remaining.get(t.job)
             if rem is None:
+                if t.job in refused:
+                    continue
                 alloc = self.allocated.get(t.job)
                 if alloc is None:
                     continue
-                rem = remaining[t.job] = dict(alloc.items())
+                rem = dict(alloc.items())
+                if bound:
+                    # Evicting only lowers a job's share (requests are not negative): when its whole allocation's
+                    # share is already refused, so is every share left after evicting any of its tasks (and once
+                    # one of its tasks is refused, so are the ones offered after it).
+                    s0 = 0.0
+                    for k, v in totals:
+                        s = rem.get(k, 0) / v
+                        if s > s0:
+                            s0 = s
+                    if not (ls < s0 or abs(ls - s0) <= SHARE_DELTA) and s0 < ls:
+                        refused.add(t.job)
+                        continue
+                remaining[t.job] = rem
             for k, v in t.resreq.items():
                 rem[k] = rem.get(k, 0) - v
             rs = 0.0
@@ -285,6 +302,9 @@ class DrfPlugin:
                     rs = s
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 out.append(t)
+            elif bound:  # the job's later tasks leave it a share no higher: refused too
+                del remaining[t.job]
+                refused.add(t.job)
         return out
 
     def tree(self) -> HNode:
