@@ -568,9 +568,11 @@ class Evictor:
                     and shortfall.is_empty() and self._scored_by_state(task)):
                 # Free room gives a plan (on every free node alike: plan_on_node's answer there depends on nothing
                 # of the node), and the loop below would stop at its first node, a free one: the free node with
-                # the lowest victim priority, then the best score, then the lowest row. Only free nodes need scores.
+                # the lowest victim priority, then the best score, then the lowest row. Only the free nodes of the
+                # lowest victim priority need scores, and none when there is one.
                 at = np.flatnonzero(free)
-                i = at[np.lexsort((rows[at], -self.node_scores(task, rows[at]), floor[at]))[0]]
+                at = at[floor[at] == floor[at].min()]
+                i = at[0] if len(at) == 1 else at[np.lexsort((rows[at], -self.node_scores(task, rows[at])))[0]]
                 return self.apply(stmt, task, pjob, queue, scope, Plan(int(rows[i]), [], ZERO_COST), idx)
         scores = self.node_scores(task, rows)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
