@@ -536,10 +536,13 @@ class Evictor:
             return False
         queue = ssn.queues[pjob.queue]
         idx = self.victim_index(pjob, task, scope)
-        pred = self.predicates.get(task)
         fut = table.future_idle()
         vec = task.vec
-        feasible = pred.mask & ((fut + idx.evictable) >= vec).all(axis=1)
+        room = ((fut + idx.evictable) >= vec).all(axis=1)
+        if fastpath.preempt_pruning and not room.any():
+            return False  # no node has the room, whatever the predicates say: no need to run them
+        pred = self.predicates.get(task)
+        feasible = pred.mask & room
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False

@@ -33,7 +33,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
   plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
   left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
-  search): when none does, the task fails unscored, as the search would have found nothing in any order.
+  search): when none does, the task fails unscored, as the search would have found nothing in any order. When no
+  node has the room even with every possible victim gone, the task fails before the predicates are run.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
   from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
   version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
@@ -52,7 +53,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only.
 - `drf_vote_bound` (drf's Preemptable vote): a candidate job whose whole allocation's share is already below
   what the vote asks is refused at once, and once one of its tasks is refused so are the ones offered after it,
-  without a share computed per task: evicting tasks only lowers the share.
+  without a share computed per task: evicting tasks only lowers the share. The preemptor's own share is computed
+  once per allocation of its job (not for every node its vote is asked for).
 - `proportion_memo` (proportion): what proportion's open computes from few inputs is kept by those inputs and
   taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
   cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool

@@ -198,6 +198,7 @@ class DrfPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.total = total = ssn.total
+        self._vote_memo: dict[str, tuple] = {}  # preemptor uid -> (its job's allocation, total, share, totals)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -263,10 +264,18 @@ class DrfPlugin:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return []
-        ls = self.share_of(mine + preemptor.resreq)
-        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every node
-        # a preemptor looks at): max over the cluster's resources of remaining / total.
-        totals = [(k, v) for k, v in self.total.items() if v > 0]
+        # The preemptor's share and the cluster's totals, kept while its job's allocation and the total are the
+        # same objects (asked for every node a preemptor looks at).
+        got = self._vote_memo.get(preemptor.uid) if fastpath.drf_vote_bound else None
+        if got is not None and got[0] is mine and got[1] is self.total:
+            ls, totals = got[2], got[3]
+        else:
+            ls = self.share_of(mine + preemptor.resreq)
+            # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every
+            # node a preemptor looks at): max over the cluster's resources of remaining / total.
+            totals = [(k, v) for k, v in self.total.items() if v > 0]
+            if fastpath.drf_vote_bound:
+                self._vote_memo[preemptor.uid] = (mine, self.total, ls, totals)
         remaining: dict[str, dict[str, int]] = {}
         refused: set[str] = set()
         bound = fastpath.drf_vote_bound
