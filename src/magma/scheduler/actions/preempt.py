@@ -322,14 +322,19 @@ class Evictor:
         self.version = self._versions
         self._touched.extend(rows)
 
-    def live_figures(self) -> dict:
-        """`reasons.queue_figures` as they are now: computed once per version of the session (fastpath.preempt_caches)."""
+    def live_figures(self, names: list[str]) -> dict:
+        """`reasons.queue_figures` as they are now, right for the queues `names` (a queue's chain: the only ones
+        read): with fastpath.preempt_caches, computed for those queues alone once per version of the session."""
         if not fastpath.preempt_caches:
             return reasons.queue_figures(self.ssn)
         got = self._figures_cache
         if got is None or got[0] != self.version:
-            got = self._figures_cache = (self.version, reasons.queue_figures(self.ssn))
-        return got[1]
+            got = self._figures_cache = (self.version, {})
+        key = tuple(names)
+        figs = got[1].get(key)
+        if figs is None:
+            figs = got[1][key] = reasons.queue_figures(self.ssn, list(names))
+        return figs
 
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """`Session.node_scores(task, rows)`. With fastpath.preempt_caches, when every score function scores a node
@@ -697,7 +702,7 @@ class Evictor:
         Preemptive vote decides for the whole chain."""
         ssn = self.ssn
         chain = queue_chain(ssn, queue.name)
-        figs = self.live_figures()
+        figs = self.live_figures(chain)
         if queue.name not in figs:
             return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
         dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
@@ -722,10 +727,11 @@ class Evictor:
         ssn = self.ssn
         if ssn.allocatable(queue, task):
             return Resources()
-        figs = self.live_figures()
+        chain = queue_chain(ssn, queue.name)
+        figs = self.live_figures(chain)
         out: dict[str, int] = {}
         found = False
-        for name in queue_chain(ssn, queue.name):
+        for name in chain:
             d, a = _figure(figs, name, "deserved"), _figure(figs, name, "allocated")
             if d is None or a is None:
                 continue

@@ -36,9 +36,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   search): when none does, the task fails unscored, as the search would have found nothing in any order. When no
   node has the room even with every possible victim gone, the task fails before the predicates are run.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
-  from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
-  version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
-  commit of the action starts a new version.
+  from its own state: `Session.node_scores_key`) and the share plugin's queue figures (of the queues asked
+  about only: a preemptor queue's chain) are computed once per version of the session and kept for later
+  preemptor tasks of equal keys; any eviction, pipelining, discard or commit of the action starts a new version.
 - `job_index` (scheduler, with the incremental snapshot): per job, what the plugins' opens sum per queue
   (allocated, request, inqueue, elastic, overcommit's inqueue), drf's share and the resources it names, and
   whether the job is quiet (nothing to place, ready, valid, its PodGroup status already what close writes) are
