@@ -58,7 +58,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `proportion_memo` (proportion): what proportion's open computes from few inputs is kept by those inputs and
   taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
   cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool
-  and every sibling's weight, realCapability, request and floor).
+  and every sibling's weight, realCapability, request and floor); with the job index, the whole set of queue
+  figures at open is kept by everything it is built from (bounds' inputs, weights, priorities, per-queue sums)
+  and copied when they come back.
 - `event_driven_controller` (controller): the job controller syncs only the jobs whose Job, PodGroup or pods
   were written since its previous sync (the cluster's change log), whose commands arrived or whose timers
   (delayed actions, ttl) are due, as Volcano's work queue of job keys does; the queue controller keeps its
