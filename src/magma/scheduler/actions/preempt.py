@@ -268,6 +268,7 @@ class Evictor:
         self._figures_cache: tuple[int, dict] | None = None
         self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (score, known) by state id
         self._state_ids: dict[bytes, int] = {}  # node state -> its id
+        self._state_list: list[bytes] = []  # id -> node state
         self._row_state: np.ndarray | None = None  # per row, the id of its node state
         self._touched: list[int] = []  # rows touched by this action's operations, in order
         self._refreshed = 0  # how many of them _row_state has seen
@@ -363,7 +364,18 @@ class Evictor:
         if missing.any():
             # one row per node state not scored yet
             new, first = np.unique(ids[missing], return_index=True)
-            score[new] = ssn.node_scores(task, rows[missing][first])
+            at = rows[missing][first]
+            kept = _kept_scores(ssn, key) if fastpath.scores_across_sessions else None
+            if kept is None:
+                score[new] = ssn.node_scores(task, at)
+            else:
+                states = self._state_list
+                got = [kept.get(states[i]) for i in new]
+                todo = [j for j, v in enumerate(got) if v is None]
+                if todo:
+                    for j, v in zip(todo, ssn.node_scores(task, at[todo]).tolist()):
+                        got[j] = kept[states[new[j]]] = v
+                score[new] = got
             known[new] = True
         return score[ids]
 
@@ -388,9 +400,16 @@ class Evictor:
         return self._row_state
 
     def _state_id_of(self, rows: np.ndarray) -> np.ndarray:
-        ids = self._state_ids
-        return np.fromiter((ids.setdefault(st.tobytes(), len(ids)) for st in self.ssn.node_state(rows)),
-                           dtype=np.int64, count=len(rows))
+        ids, states = self._state_ids, self._state_list
+        out = np.empty(len(rows), dtype=np.int64)
+        for i, st in enumerate(self.ssn.node_state(rows)):
+            b = st.tobytes()
+            got = ids.get(b)
+            if got is None:
+                got = ids[b] = len(states)
+                states.append(b)
+            out[i] = got
+        return out
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
@@ -1010,6 +1029,34 @@ class Evictor:
         if scope in ("queue", "job") and not ssn.allocatable(queue, task):
             return False
         return bool(ssn.predicate(task, np.array([row], dtype=np.int64)).mask[0])
+
+
+# Node scores by score key and node state, kept across sessions per scheduler configuration
+# (fastpath.scores_across_sessions): a score with a `Session.node_scores_key` is a function of that key, the
+# task's shape and request and the node's `node_state` alone, and the configuration fixes the plugins and their
+# arguments. The NodeTable's dimensions (the meaning of the state's columns) are part of the key.
+_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
+_SCORES_MAX = 100_000
+
+
+def _kept_scores(ssn: Session, key: tuple) -> dict | None:
+    config = ssn.config
+    try:
+        entry = _SCORES.get(id(config))
+        if entry is None or entry[0]() is not config:
+            for k in [k for k, (ref, _) in _SCORES.items() if ref() is None]:
+                del _SCORES[k]
+            entry = _SCORES[id(config)] = (weakref.ref(config), {})
+    except TypeError:  # a configuration without weak references: nothing kept
+        return None
+    memo = entry[1]
+    full = (tuple(ssn.table.dims), key)
+    got = memo.get(full)
+    if got is None:
+        if sum(len(v) for v in memo.values()) >= _SCORES_MAX:
+            memo.clear()
+        got = memo[full] = {}
+    return got
 
 
 def vsum(ssn: Session, tasks) -> np.ndarray:

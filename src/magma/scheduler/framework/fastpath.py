@@ -39,6 +39,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   from its own state: `Session.node_scores_key`) and the share plugin's queue figures (of the queues asked
   about only: a preemptor queue's chain) are computed once per version of the session and kept for later
   preemptor tasks of equal keys; any eviction, pipelining, discard or commit of the action starts a new version.
+- `scores_across_sessions` (preempt, reclaim, with preempt_caches): the node scores kept by score key and node
+  state are kept across sessions too (per scheduler configuration and NodeTable dimensions): such a score is a
+  function of the key, the task's shape and request, and the node's state alone.
 - `job_index` (scheduler, with the incremental snapshot): per job, what the plugins' opens sum per queue
   (allocated, request, inqueue, elastic, overcommit's inqueue), drf's share and the resources it names, and
   whether the job is quiet (nothing to place, ready, valid, its PodGroup status already what close writes) are
@@ -88,6 +91,7 @@ job_index = True
 preempt_active_jobs = True
 drf_vote_bound = True
 preempt_free_room = True
+scores_across_sessions = True
 proportion_memo = True
 event_driven_controller = True
 incremental_recorder = True
@@ -95,8 +99,8 @@ skip_quiet_sessions = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
-          "drf_vote_bound", "preempt_free_room", "proportion_memo", "event_driven_controller",
-          "incremental_recorder", "skip_quiet_sessions")
+          "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
+          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions")
 
 
 @contextmanager
