@@ -229,7 +229,8 @@ class Evictor:
     a preemptor task's nodes are narrowed with those sums to the ones where a plan can exist before any plan is
     built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
     above their deserved share); node scores are kept per node state and the share plugin's figures per version of
-    the session (fastpath.preempt_caches)."""
+    the session (fastpath.preempt_caches), node scores also across sessions (fastpath.scores_across_sessions); a
+    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
