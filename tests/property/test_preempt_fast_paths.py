@@ -132,7 +132,9 @@ def full_cluster(seed: int, n_nodes: int, n_pending: int) -> list[Object]:
 ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, reclaim, backfill"]
 
 
-SWITCHES = [("preempt_pruning", "preempt_caches"), ("preempt_pruning",), ("preempt_caches",)]
+SWITCHES = [("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
+             "scores_across_sessions"), ("preempt_pruning",), ("preempt_caches",), ("preempt_active_jobs",),
+            ("drf_vote_bound",), ("preempt_free_room",), ("scores_across_sessions",)]
 
 
 def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0],

@@ -69,6 +69,7 @@ from ..framework import (
     fastpath,
 )
 from .. import reasons
+from ..framework.jobindex import session_jobs
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
@@ -228,7 +229,8 @@ class Evictor:
     a preemptor task's nodes are narrowed with those sums to the ones where a plan can exist before any plan is
     built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
     above their deserved share); node scores are kept per node state and the share plugin's figures per version of
-    the session (fastpath.preempt_caches)."""
+    the session (fastpath.preempt_caches), node scores also across sessions (fastpath.scores_across_sessions); a
+    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
@@ -267,6 +269,7 @@ class Evictor:
         self._figures_cache: tuple[int, dict] | None = None
         self._score_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # key -> (score, known) by state id
         self._state_ids: dict[bytes, int] = {}  # node state -> its id
+        self._state_list: list[bytes] = []  # id -> node state
         self._row_state: np.ndarray | None = None  # per row, the id of its node state
         self._touched: list[int] = []  # rows touched by this action's operations, in order
         self._refreshed = 0  # how many of them _row_state has seen
@@ -321,14 +324,19 @@ class Evictor:
         self.version = self._versions
         self._touched.extend(rows)
 
-    def live_figures(self) -> dict:
-        """`reasons.queue_figures` as they are now: computed once per version of the session (fastpath.preempt_caches)."""
+    def live_figures(self, names: list[str]) -> dict:
+        """`reasons.queue_figures` as they are now, right for the queues `names` (a queue's chain: the only ones
+        read): with fastpath.preempt_caches, computed for those queues alone once per version of the session."""
         if not fastpath.preempt_caches:
             return reasons.queue_figures(self.ssn)
         got = self._figures_cache
         if got is None or got[0] != self.version:
-            got = self._figures_cache = (self.version, reasons.queue_figures(self.ssn))
-        return got[1]
+            got = self._figures_cache = (self.version, {})
+        key = tuple(names)
+        figs = got[1].get(key)
+        if figs is None:
+            figs = got[1][key] = reasons.queue_figures(self.ssn, list(names))
+        return figs
 
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """`Session.node_scores(task, rows)`. With fastpath.preempt_caches, when every score function scores a node
@@ -357,9 +365,29 @@ class Evictor:
         if missing.any():
             # one row per node state not scored yet
             new, first = np.unique(ids[missing], return_index=True)
-            score[new] = ssn.node_scores(task, rows[missing][first])
+            at = rows[missing][first]
+            kept = _kept_scores(ssn, key) if fastpath.scores_across_sessions else None
+            if kept is None:
+                score[new] = ssn.node_scores(task, at)
+            else:
+                states = self._state_list
+                got = [kept.get(states[i]) for i in new]
+                todo = [j for j, v in enumerate(got) if v is None]
+                if todo:
+                    for j, v in zip(todo, ssn.node_scores(task, at[todo]).tolist()):
+                        got[j] = kept[states[new[j]]] = v
+                score[new] = got
             known[new] = True
         return score[ids]
+
+    def _scored_by_state(self, task: TaskInfo) -> bool:
+        """Whether `node_scores` gives a row's score whatever other rows are asked with it (per node state)."""
+        if not fastpath.preempt_caches:
+            return False
+        if task.uid not in self._score_keys:
+            key = self.ssn.node_scores_key(task)
+            self._score_keys[task.uid] = None if key is None else (key, task.shape, task.resreq)
+        return self._score_keys[task.uid] is not None
 
     def _node_state_ids(self) -> np.ndarray:
         """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
@@ -373,9 +401,16 @@ class Evictor:
         return self._row_state
 
     def _state_id_of(self, rows: np.ndarray) -> np.ndarray:
-        ids = self._state_ids
-        return np.fromiter((ids.setdefault(st.tobytes(), len(ids)) for st in self.ssn.node_state(rows)),
-                           dtype=np.int64, count=len(rows))
+        ids, states = self._state_ids, self._state_list
+        out = np.empty(len(rows), dtype=np.int64)
+        for i, st in enumerate(self.ssn.node_state(rows)):
+            b = st.tobytes()
+            got = ids.get(b)
+            if got is None:
+                got = ids[b] = len(states)
+                states.append(b)
+            out[i] = got
+        return out
 
     def _adjust(self, task: TaskInfo, row: int, sign: int) -> None:
         seen: set[int] = set()
@@ -526,10 +561,13 @@ class Evictor:
             return False
         queue = ssn.queues[pjob.queue]
         idx = self.victim_index(pjob, task, scope)
-        pred = self.predicates.get(task)
         fut = table.future_idle()
         vec = task.vec
-        feasible = pred.mask & ((fut + idx.evictable) >= vec).all(axis=1)
+        room = ((fut + idx.evictable) >= vec).all(axis=1)
+        if fastpath.preempt_pruning and not room.any():
+            return False  # no node has the room, whatever the predicates say: no need to run them
+        pred = self.predicates.get(task)
+        feasible = pred.mask & room
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
@@ -553,6 +591,17 @@ class Evictor:
                         break
             else:
                 return False
+            first = known[row]
+            if (fastpath.preempt_free_room and first.cost == ZERO_COST and shortfall is not None
+                    and shortfall.is_empty() and self._scored_by_state(task)):
+                # Free room gives a plan (on every free node alike: plan_on_node's answer there depends on nothing
+                # of the node), and the loop below would stop at its first node, a free one: the free node with
+                # the lowest victim priority, then the best score, then the lowest row. Only the free nodes of the
+                # lowest victim priority need scores, and none when there is one.
+                at = np.flatnonzero(free)
+                at = at[floor[at] == floor[at].min()]
+                i = at[0] if len(at) == 1 else at[np.lexsort((rows[at], -self.node_scores(task, rows[at])))[0]]
+                return self.apply(stmt, task, pjob, queue, scope, Plan(int(rows[i]), [], ZERO_COST), idx)
         scores = self.node_scores(task, rows)
         # Nodes with room first, then by the lowest priority of a possible victim there (a lower bound on the
         # cost's first key), then by score, then by row.
@@ -673,7 +722,7 @@ class Evictor:
         Preemptive vote decides for the whole chain."""
         ssn = self.ssn
         chain = queue_chain(ssn, queue.name)
-        figs = self.live_figures()
+        figs = self.live_figures(chain)
         if queue.name not in figs:
             return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
         dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
@@ -698,10 +747,11 @@ class Evictor:
         ssn = self.ssn
         if ssn.allocatable(queue, task):
             return Resources()
-        figs = self.live_figures()
+        chain = queue_chain(ssn, queue.name)
+        figs = self.live_figures(chain)
         out: dict[str, int] = {}
         found = False
-        for name in queue_chain(ssn, queue.name):
+        for name in chain:
             d, a = _figure(figs, name, "deserved"), _figure(figs, name, "allocated")
             if d is None or a is None:
                 continue
@@ -769,10 +819,10 @@ class Evictor:
         units: list[Unit] = []
         for uid in sorted(by_job):
             job = ssn.jobs[uid]
-            pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
             whole = ssn.victim_order(job)  # every Bound and Running task, in the same order
             surplus = job.ready_count() - job.min_available
             if surplus > 0:
+                pods = ssn.sorted_tasks(by_job[uid])[::-1]  # victims: reverse task order, lowest priority first
                 part = pods[:surplus]
                 units.append(Unit(job, part, False, vsum(ssn, part)))
             # The whole job: possible when every pod it runs is evictable and the vote allowed all of them.
@@ -982,6 +1032,34 @@ class Evictor:
         return bool(ssn.predicate(task, np.array([row], dtype=np.int64)).mask[0])
 
 
+# Node scores by score key and node state, kept across sessions per scheduler configuration
+# (fastpath.scores_across_sessions): a score with a `Session.node_scores_key` is a function of that key, the
+# task's shape and request and the node's `node_state` alone, and the configuration fixes the plugins and their
+# arguments. The NodeTable's dimensions (the meaning of the state's columns) are part of the key.
+_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
+_SCORES_MAX = 100_000
+
+
+def _kept_scores(ssn: Session, key: tuple) -> dict | None:
+    config = ssn.config
+    try:
+        entry = _SCORES.get(id(config))
+        if entry is None or entry[0]() is not config:
+            for k in [k for k, (ref, _) in _SCORES.items() if ref() is None]:
+                del _SCORES[k]
+            entry = _SCORES[id(config)] = (weakref.ref(config), {})
+    except TypeError:  # a configuration without weak references: nothing kept
+        return None
+    memo = entry[1]
+    full = (tuple(ssn.table.dims), key)
+    got = memo.get(full)
+    if got is None:
+        if sum(len(v) for v in memo.values()) >= _SCORES_MAX:
+            memo.clear()
+        got = memo[full] = {}
+    return got
+
+
 def vsum(ssn: Session, tasks) -> np.ndarray:
     total = np.zeros(len(ssn.table.dims), dtype=np.int64)
     for t in tasks:
@@ -993,11 +1071,17 @@ def vsum(ssn: Session, tasks) -> np.ndarray:
 
 
 def collect_preemptors(ssn: Session) -> list[JobInfo]:
-    """Jobs that may preempt or reclaim: not Pending (or Pending but a preemption candidate), valid, starving."""
+    """Jobs that may preempt or reclaim: not Pending (or Pending but a preemption candidate), valid, starving.
+
+    With fastpath.preempt_active_jobs, the jobs of `session_jobs` only (a quiet job has no Pending task, so it
+    is never one) and the test for a Pending task first (the votes asked after it read the session only)."""
     out = []
     work: RunningWork | None = None
-    for job in sorted_by_uid(ssn.jobs.values()):
+    active = fastpath.preempt_active_jobs
+    for job in sorted_by_uid(session_jobs(ssn) if active else ssn.jobs.values()):
         if job.queue not in ssn.queues:
+            continue
+        if active and not job.count(_PENDING):
             continue
         if job.is_pending():
             work = work or RunningWork(ssn)
@@ -1053,11 +1137,14 @@ def _remaining_same(tasks: list[TaskInfo], task: TaskInfo) -> int:
 
 @action("preempt")
 def preempt(ssn: Session, arguments: dict) -> None:
+    found = collect_preemptors(ssn)
+    if not found:
+        return  # nothing below would run: no need to index victims
     ev = Evictor(ssn, dict(arguments or {}), "preempt")
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
     preemptors: dict[str, OrderedHeap[JobInfo]] = {}
     under_request: dict[str, list[JobInfo]] = {}
-    for job in collect_preemptors(ssn):
+    for job in found:
         if job.queue not in preemptors:
             preemptors[job.queue] = OrderedHeap(ssn.job_order_cmp)
             queues.push(ssn.queues[job.queue])

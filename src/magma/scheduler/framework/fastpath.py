@@ -35,21 +35,37 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   queue not above its deserved share) holds the task. Nodes left out would give no plan, and a node without a
   plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
   left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
-  search): when none does, the task fails unscored, as the search would have found nothing in any order.
+  search): when none does, the task fails unscored, as the search would have found nothing in any order. When no
+  node has the room even with every possible victim gone, the task fails before the predicates are run.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
-  from its own state: `Session.node_scores_key`) and the share plugin's queue figures are computed once per
-  version of the session and kept for later preemptor tasks of equal keys; any eviction, pipelining, discard or
-  commit of the action starts a new version.
+  from its own state: `Session.node_scores_key`) and the share plugin's queue figures (of the queues asked
+  about only: a preemptor queue's chain) are computed once per version of the session and kept for later
+  preemptor tasks of equal keys; any eviction, pipelining, discard or commit of the action starts a new version.
+- `scores_across_sessions` (preempt, reclaim, with preempt_caches): the node scores kept by score key and node
+  state are kept across sessions too (per scheduler configuration and NodeTable dimensions): such a score is a
+  function of the key, the task's shape and request, and the node's state alone.
 - `job_index` (scheduler, with the incremental snapshot): per job, what the plugins' opens sum per queue
   (allocated, request, inqueue, elastic, overcommit's inqueue), drf's share and the resources it names, and
   whether the job is quiet (nothing to place, ready, valid, its PodGroup status already what close writes) are
   kept across sessions and updated for the jobs that changed only (framework/jobindex.py). The plugins read
   their per-queue sums from it; enqueue, allocate, backfill and close visit only the jobs that are not quiet
   and those the session changed.
+- `preempt_active_jobs` (preempt, reclaim): preemptors are looked for among the jobs a session visits
+  (`session_jobs`: with the job index, not the quiet ones, which have no Pending task), and a job without a
+  Pending task is passed over before the plugins are asked whether it is valid and starving.
+- `preempt_free_room` (preempt, reclaim, with preempt_pruning): when free room is the first plan found and the
+  queue need not give anything back, the search would stop at its first node, a free one; that node (lowest
+  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only.
+- `drf_vote_bound` (drf's Preemptable vote): a candidate job whose whole allocation's share is already below
+  what the vote asks is refused at once, and once one of its tasks is refused so are the ones offered after it,
+  without a share computed per task: evicting tasks only lowers the share. The preemptor's own share is computed
+  once per allocation of its job (not for every node its vote is asked for).
 - `proportion_memo` (proportion): what proportion's open computes from few inputs is kept by those inputs and
   taken again when they come back: the queues' bounds (guarantee, capability, realCapability, floor: from the
   cluster total, the resources, the queue tree and specs) and each water-fill's deserved shares (from the pool
-  and every sibling's weight, realCapability, request and floor).
+  and every sibling's weight, realCapability, request and floor); with the job index, the whole set of queue
+  figures at open is kept by everything it is built from (bounds' inputs, weights, priorities, per-queue sums)
+  and copied when they come back.
 - `event_driven_controller` (controller): the job controller syncs only the jobs whose Job, PodGroup or pods
   were written since its previous sync (the cluster's change log), whose commands arrived or whose timers
   (delayed actions, ttl) are due, as Volcano's work queue of job keys does; the queue controller keeps its
@@ -77,6 +93,10 @@ incremental_snapshot = True
 preempt_pruning = True
 preempt_caches = True
 job_index = True
+preempt_active_jobs = True
+drf_vote_bound = True
+preempt_free_room = True
+scores_across_sessions = True
 proportion_memo = True
 event_driven_controller = True
 incremental_recorder = True
@@ -84,9 +104,9 @@ skip_quiet_sessions = True
 incremental_job_stats = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
-          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "proportion_memo",
-          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions",
-          "incremental_job_stats")
+          "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
+          "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
+          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats")
 
 
 @contextmanager

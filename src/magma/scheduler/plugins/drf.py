@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from magma.api.resources import Resources
 
-from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, plugin
+from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
 
 NAME = "drf"
@@ -195,6 +195,7 @@ class DrfPlugin:
         self.ssn = ssn
         self.total = total = ssn.total
         self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
+        self._vote_memo: dict[str, tuple] = {}  # preemptor uid -> (its job's allocation, total, share, totals)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -269,19 +270,44 @@ class DrfPlugin:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return []
-        ls = self.share_of(mine + preemptor.resreq)
-        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every node
-        # a preemptor looks at): max over the cluster's resources of remaining / total.
-        totals = [(k, v) for k, v in self.total.items() if v > 0]
+        # The preemptor's share and the cluster's totals, kept while its job's allocation and the total are the
+        # same objects (asked for every node a preemptor looks at).
+        got = self._vote_memo.get(preemptor.uid) if fastpath.drf_vote_bound else None
+        if got is not None and got[0] is mine and got[1] is self.total:
+            ls, totals = got[2], got[3]
+        else:
+            ls = self.share_of(mine + preemptor.resreq)
+            # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every
+            # node a preemptor looks at): max over the cluster's resources of remaining / total.
+            totals = [(k, v) for k, v in self.total.items() if v > 0]
+            if fastpath.drf_vote_bound:
+                self._vote_memo[preemptor.uid] = (mine, self.total, ls, totals)
         remaining: dict[str, dict[str, int]] = {}
+        refused: set[str] = set()
+        bound = fastpath.drf_vote_bound
         out = []
         for t in candidates:
             rem = remaining.get(t.job)
             if rem is None:
+                if t.job in refused:
+                    continue
                 alloc = self.allocated.get(t.job)
                 if alloc is None:
                     continue
-                rem = remaining[t.job] = dict(alloc.items())
+                rem = dict(alloc.items())
+                if bound:
+                    # Evicting only lowers a job's share (requests are not negative): when its whole allocation's
+                    # share is already refused, so is every share left after evicting any of its tasks (and once
+                    # one of its tasks is refused, so are the ones offered after it).
+                    s0 = 0.0
+                    for k, v in totals:
+                        s = rem.get(k, 0) / v
+                        if s > s0:
+                            s0 = s
+                    if not (ls < s0 or abs(ls - s0) <= SHARE_DELTA) and s0 < ls:
+                        refused.add(t.job)
+                        continue
+                remaining[t.job] = rem
             for k, v in t.resreq.items():
                 rem[k] = rem.get(k, 0) - v
             rs = 0.0
@@ -291,6 +317,9 @@ class DrfPlugin:
                     rs = s
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 out.append(t)
+            elif bound:  # the job's later tasks leave it a share no higher: refused too
+                del remaining[t.job]
+                refused.add(t.job)
         return out
 
     def tree(self) -> HNode:

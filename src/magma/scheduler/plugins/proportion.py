@@ -44,6 +44,7 @@ realCapability and share (the simulator's `queues[].deserved`).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from magma.api.resources import PODS, Resources
@@ -106,13 +107,18 @@ _BOUNDS: dict[tuple, Bounds] = {}
 _BOUNDS_MAX = 256
 
 
-def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> Bounds:
+def _bounds_key(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> tuple:
+    return (ssn.total, frozenset(dims), tuple(
+        (n, tree.parent(n), q.guarantee if q else None, q.capability if q else None,
+         frozenset(capability_names(q))) for n, q in info.items()))
+
+
+def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
+           key: tuple | None = None) -> Bounds:
     """`queue_bounds`, or what it gave for the same cluster total, resources, tree and queue specs."""
     if not fastpath.proportion_memo:
         return queue_bounds(ssn, tree, dims, info)
-    key = (ssn.total, frozenset(dims), tuple(
-        (n, tree.parent(n), q.guarantee if q else None, q.capability if q else None,
-         frozenset(capability_names(q))) for n, q in info.items()))
+    key = key or _bounds_key(ssn, tree, dims, info)
     got = _BOUNDS.get(key)
     if got is None:
         got = queue_bounds(ssn, tree, dims, info)
@@ -122,14 +128,39 @@ def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueI
     return got
 
 
+# Whole sets of figures by everything build_attrs reads (fastpath.proportion_memo, with the job index): between
+# sessions the queues' sums often come back to values seen before.
+_ATTRS: dict[tuple, dict[str, QueueAttr]] = {}
+_ATTRS_MAX = 1024
+_SUMMED = ("allocated", "request", "inqueue", "elastic")  # the index's sums build_attrs reads
+
+
 def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     """Every taking-part queue's figures, deserved included (top-down water-filling)."""
     dims = share_dims(ssn)
     info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
-    guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info)
+    index = getattr(ssn, "job_index", None)  # per-queue sums kept across sessions (fastpath.job_index)
+    if not fastpath.proportion_memo or index is None:
+        return _build_attrs(ssn, tree, dims, info, index, None)
+    bkey = _bounds_key(ssn, tree, dims, info)
+    names = index.queue_names()
+    key = (bkey, tuple((q.weight, q.priority) if q else None for q in info.values()),
+           tuple((q, *(index.queue_sum(q, f) for f in _SUMMED)) for q in names))
+    got = _ATTRS.get(key)
+    if got is None:
+        attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
+        if len(_ATTRS) >= _ATTRS_MAX:
+            _ATTRS.clear()
+        _ATTRS[key] = {n: copy.copy(at) for n, at in attrs.items()}  # as built: the session's own change
+        return attrs
+    return {n: copy.copy(at) for n, at in got.items()}  # every field is an immutable value
+
+
+def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
+                 bkey: tuple | None) -> dict[str, QueueAttr]:
+    guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
 
-    index = getattr(ssn, "job_index", None)  # per-queue sums kept across sessions (fastpath.job_index)
     jobs_by_queue: dict[str, list[JobInfo]] = {}
     if index is not None:
         jobs_by_queue = {q: [] for q in index.queue_names()}
