@@ -25,23 +25,7 @@ from magma.cluster.memory import MemoryCluster
 from magma.scheduler.framework import fastpath
 from magma.scheduler.scheduler import Scheduler
 
-from test_fast_paths import node, queue
-
-CONF = """
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+from test_fast_paths import CONF, node, queue
 
 
 def _config(actions: str):
