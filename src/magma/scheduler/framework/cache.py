@@ -7,9 +7,9 @@ next session, applies only what the cluster's change log (`MemoryCluster.changes
 - a changed, new or deleted pod: its task leaves its job, node and the table's sums, and the pod comes back
   through the same code `build` uses (`snapshot._task`, `bare_pod_job`, ...);
 - a changed PodGroup: its job is made again with all its pods;
-- queues are made afresh every session (a few records); a queue appearing or disappearing, any node or
-  PriorityClass change, or a pod bringing (or taking away the last of) a resource the table has no column for:
-  everything is built again.
+- queue records are kept, a written Queue's made again (fast path `queues_kept`);
+- a queue appearing or disappearing, any node or PriorityClass change, or a pod bringing (or taking away the
+  last of) a resource the table has no column for: everything is built again.
 
 Records keep the order `build` gives them (jobs in PodGroup order then bare pods, tasks in pod order): the cluster
 says where a key sits in its dict (`position`), so an insertion goes to its place without a scan.
@@ -39,7 +39,8 @@ from magma.api.resources import PODS
 from magma.cluster.interface import ClusterState
 
 from . import snapshot as snap_mod
-from .info import JobInfo, NodeInfo, TaskInfo, TaskStatus, _JobStats
+from . import fastpath
+from .info import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, _JobStats
 from .jobindex import JobIndex
 from .snapshot import Snapshot
 
@@ -130,6 +131,8 @@ class SnapshotCache:
         self.touched: set[KeptJob] = set()
         self._last = None  # the session whose changes are still on the records
         self._cluster: Any = None
+        self._queues: dict[str, QueueInfo] | None = None  # the last QueueInfo records (fast path queues_kept)
+        self._stale_queues: set[str] = set()  # queues written since those records were made
         self.index: JobIndex | None = None  # kept with the records when the scheduler asks (jobindex.py)
 
     # ------------------------------------------------------------------ the session's view
@@ -158,6 +161,11 @@ class SnapshotCache:
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
         changed_jobs: set[str] = set()
+        if changes is None:
+            self._queues = None
+        elif self._queues is not None:
+            # A written Queue's record is made again (fast path queues_kept; close writes queue statuses).
+            self._stale_queues.update(key for kind, key in changes if kind == "Queue")
         if changes is not None:
             changed_jobs = self._job_uids(changes)
             try:
@@ -227,13 +235,40 @@ class SnapshotCache:
         jobs = self.pg_jobs if not self.bare_jobs else {**self.pg_jobs, **self.bare_jobs}
         skipped = [m for _, m in sorted(self.skipped_groups.values())]
         skipped += [m for _, m in sorted(self.skipped_pods.values())]
-        return Snapshot(jobs=jobs, queues=snap_mod.queues(state), nodes=base.nodes, table=base.table.copy(),
+        return Snapshot(jobs=jobs, queues=self._queue_records(state), nodes=base.nodes, table=base.table.copy(),
                         total=base.total, now=state.now, skipped=skipped, persistent=True,
                         node_list=self.node_list)
+
+    def _queue_records(self, state: ClusterState) -> dict[str, QueueInfo]:
+        """The session's QueueInfo records: with `queues_kept`, the last ones, those of the queues written since made
+        again (all of them when a queue's parent changed, or the set of queues did), in a dict of the session's."""
+        kept, stale = self._queues, self._stale_queues
+        self._stale_queues = set()
+        if not fastpath.queues_kept:
+            self._queues = None
+            return snap_mod.queues(state)
+        if kept is not None and list(kept) == list(state.queues):  # same queues, in the same order
+            out = dict(kept)
+            for name in stale:
+                old = kept[name]
+                new = snap_mod.queue_info(state.queues[name])
+                if new.parent != old.parent:
+                    out = None
+                    break
+                new.children = old.children
+                out[name] = new
+            if out is not None:
+                self._queues = out
+                return dict(out)
+        out = snap_mod.queues(state)
+        self._queues = out
+        return dict(out)
 
     # ------------------------------------------------------------------ full build
     def _full(self, state: ClusterState) -> None:
         self.full_builds += 1
+        self._queues = None
+        self._stale_queues = set()
         self.pods: dict[str, _Pod] = {}
         self.groups: dict[str, _Group] = {}
         self.group_pods: dict[str, dict[str, None]] = {}

@@ -77,6 +77,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (gang's readiness after every placement); the figures derived from them are dropped as before.
 - `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
   session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
+- `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
+  alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
+  classes) is kept across sessions while the session's node list is the same list object with the same rows:
+  the incremental snapshot keeps its node list until a node changes, and then builds a new one.
+- `queues_kept` (incremental snapshot, cache.py): the sessions' QueueInfo records are kept while no Queue was
+  written (the change log names none) and no full build happened; each session gets its own dict of them.
 """
 
 from __future__ import annotations
@@ -102,11 +108,14 @@ event_driven_controller = True
 incremental_recorder = True
 skip_quiet_sessions = True
 incremental_job_stats = True
+node_facts_kept = True
+queues_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
-          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats")
+          "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
+          "node_facts_kept", "queues_kept")
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from magma.api.objects import (
     PREEMPTABLE_ANNOTATION,
@@ -101,24 +101,27 @@ def priorities(state: ClusterState) -> tuple[dict[str, int], int, set[str]]:
     return pcs, global_default, never
 
 
+def queue_info(q: Any) -> QueueInfo:
+    """One queue's record, its children left empty (`queues` links the tree)."""
+    return QueueInfo(
+        name=q.name,
+        weight=q.spec.weight if q.spec.weight and q.spec.weight > 0 else 1,
+        capability=q.capability(),
+        guarantee=q.guarantee(),
+        deserved_spec=q.deserved(),
+        reclaimable=q.reclaimable,
+        parent=q.parent_name,
+        priority=q.spec.priority or 0,
+        state=q.state,
+        creation=_time(q.metadata.creation_timestamp),
+        uid=q.metadata.uid or q.name,
+        queue=q,
+    )
+
+
 def queues(state: ClusterState) -> dict[str, QueueInfo]:
     """Queues and their tree."""
-    out: dict[str, QueueInfo] = {}
-    for q in state.queues.values():
-        out[q.name] = QueueInfo(
-            name=q.name,
-            weight=q.spec.weight if q.spec.weight and q.spec.weight > 0 else 1,
-            capability=q.capability(),
-            guarantee=q.guarantee(),
-            deserved_spec=q.deserved(),
-            reclaimable=q.reclaimable,
-            parent=q.parent_name,
-            priority=q.spec.priority or 0,
-            state=q.state,
-            creation=_time(q.metadata.creation_timestamp),
-            uid=q.metadata.uid or q.name,
-            queue=q,
-        )
+    out: dict[str, QueueInfo] = {q.name: queue_info(q) for q in state.queues.values()}
     for q in out.values():
         if q.parent in out:
             out[q.parent].children.append(q.name)

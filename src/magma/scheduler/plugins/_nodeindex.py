@@ -35,7 +35,7 @@ import numpy as np
 
 from magma.api.resources import CPU, MEMORY
 
-from ..framework import EventHandler, Session, TaskInfo
+from ..framework import EventHandler, Session, TaskInfo, fastpath
 from . import _selectors as sel
 
 _TWO_INT64 = struct.Struct("=2q")
@@ -237,6 +237,50 @@ class Carried:
     total: int = 0
 
 
+class _NodeFacts:
+    """What an index derives from the node list alone: names, label columns, requirement and affinity rows, taint
+    classes. The incremental snapshot (cache.py) keeps its node list (the same list object) until a node changes,
+    when it builds everything again with a new list; so while the session's node list is the one these facts were
+    made from, they hold (fast path `node_facts_kept`). One is kept: the last node list seen. The arrays are
+    read-only, as later sessions share them."""
+
+    _last: "_NodeFacts | None" = None
+
+    @classmethod
+    def of(cls, nodes: list, table: Any) -> "_NodeFacts":
+        last = cls._last
+        if fastpath.node_facts_kept and last is not None and last.nodes is nodes and last.n == len(nodes) \
+                and last.row == table.row:
+            return last
+        st = cls(nodes, table)
+        cls._last = st if fastpath.node_facts_kept else None
+        return st
+
+    def __init__(self, nodes: list, table: Any):
+        self.nodes = nodes
+        self.n = len(nodes)
+        self.row = dict(table.row)  # node name -> row, which field_rows reads
+        self.names = [nd.name for nd in nodes]
+        self.columns: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self.has: dict[str, np.ndarray] = {}
+        self.req_rows: dict[tuple, np.ndarray] = {}
+        self.aff_rows: dict[Hashable, np.ndarray] = {}
+        classes: dict[tuple, int] = {}
+        tc = np.empty(self.n, dtype=np.int32)
+        for i, nd in enumerate(nodes):
+            key = (tuple((t.key, t.value or "", t.effect) for t in nd.taints), bool(nd.unschedulable))
+            tc[i] = classes.setdefault(key, len(classes))
+        self.taint_class = tc
+        self.taint_classes: list[tuple[tuple[dict, ...], bool]] = [
+            (tuple({"key": k, "value": v, "effect": e} for k, v, e in taints), unsched)
+            for (taints, unsched) in classes
+        ]
+        self.unschedulable = np.array([u for _, u in self.taint_classes], dtype=bool)[tc] if self.n else \
+            np.zeros(0, dtype=bool)
+        tc.flags.writeable = False
+        self.unschedulable.flags.writeable = False
+
+
 class NodeIndex:
     @classmethod
     def of(cls, ssn: Session) -> "NodeIndex":
@@ -252,25 +296,17 @@ class NodeIndex:
         self.table = ssn.table
         self.nodes = ssn.node_list
         self.n = len(self.nodes)
-        self.names = [nd.name for nd in self.nodes]
-        self._columns: dict[str, tuple[np.ndarray, list[str]]] = {}
-        self._has: dict[str, np.ndarray] = {}
-        self._req_rows: dict[tuple, np.ndarray] = {}
-        self._aff_rows: dict[Hashable, np.ndarray] = {}
+        st = _NodeFacts.of(self.nodes, self.table)
+        # What depends on the nodes alone (names, labels, taints) is kept across sessions (`_NodeFacts`).
+        self.names = st.names
+        self._columns = st.columns
+        self._has = st.has
+        self._req_rows = st.req_rows
+        self._aff_rows = st.aff_rows
+        self.taint_class = st.taint_class
+        self.taint_classes = st.taint_classes
+        self.unschedulable = st.unschedulable
         self._terms: dict[Hashable, PodTerms] = {}
-        # Taint classes.
-        classes: dict[tuple, int] = {}
-        tc = np.empty(self.n, dtype=np.int32)
-        for i, nd in enumerate(self.nodes):
-            key = (tuple((t.key, t.value or "", t.effect) for t in nd.taints), bool(nd.unschedulable))
-            tc[i] = classes.setdefault(key, len(classes))
-        self.taint_class = tc
-        self.taint_classes: list[tuple[tuple[dict, ...], bool]] = [
-            (tuple({"key": k, "value": v, "effect": e} for k, v, e in taints), unsched)
-            for (taints, unsched) in classes
-        ]
-        self.unschedulable = np.array([u for _, u in self.taint_classes], dtype=bool)[tc] if self.n else \
-            np.zeros(0, dtype=bool)
         # Requests on each node as kube-scheduler's NodeInfo holds them (see module doc).
         self.requested = (self.table.used + self.table.pipelined).copy()
         self._event_rows: dict[str, int] = {}
@@ -300,13 +336,16 @@ class NodeIndex:
             codes = np.fromiter(
                 (values.setdefault(nd.labels[key], len(values)) if key in nd.labels else -1 for nd in self.nodes),
                 dtype=np.int32, count=self.n)
+            codes.flags.writeable = False  # shared by later sessions (`_NodeFacts`)
             col = self._columns[key] = (codes, list(values))
         return col
 
     def has(self, key: str) -> np.ndarray:
         h = self._has.get(key)
         if h is None:
-            h = self._has[key] = self.column(key)[0] >= 0
+            h = self.column(key)[0] >= 0
+            h.flags.writeable = False
+            self._has[key] = h
         return h
 
     def requirement_rows(self, key: str, op: str, values: tuple[str, ...]) -> np.ndarray:
@@ -318,7 +357,9 @@ class NodeIndex:
             lut = np.fromiter((sel.node_requirement_matches(op, values, v) for v in vals), dtype=bool,
                               count=len(vals))
             lut = np.append(lut, sel.node_requirement_matches(op, values, None))  # code -1 -> absent
-            r = self._req_rows[ck] = lut[codes]
+            r = lut[codes]
+            r.flags.writeable = False
+            self._req_rows[ck] = r
         return r
 
     def field_rows(self, key: str, op: str, values: tuple[str, ...]) -> np.ndarray:
@@ -332,6 +373,7 @@ class NodeIndex:
                     r[:] = True
                 if i is not None:
                     r[i] = op == "In"
+            r.flags.writeable = False
             self._req_rows[ck] = r
         return r
 
@@ -361,6 +403,7 @@ class NodeIndex:
                 for term in pt.required_terms:
                     any_term |= self.term_rows(term)
                 r &= any_term
+            r.flags.writeable = False
             self._aff_rows[pt.affinity_key] = r
         return r
 

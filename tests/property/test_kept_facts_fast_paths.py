@@ -1,0 +1,48 @@
+"""`node_facts_kept` and `queues_kept` (fastpath.py) decide as the straightforward code does when nodes and queues
+change between sessions: test_fast_paths' random simulations, with Node and Queue objects written again at random
+times (labels, taints, cordons; queue weights, capabilities, parents). Fast paths off and on, compared as there."""
+
+from __future__ import annotations
+
+import random
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from magma.sim.scenario import Timed
+
+import test_fast_paths as tfp
+
+_scenario = tfp.scenario
+
+
+def scenario_with_updates(seed: int, n_nodes: int, n_jobs: int, conf: str = tfp.CONF):
+    sc = _scenario(seed, n_nodes, n_jobs, conf)
+    rng = random.Random(seed + 1)
+    for _ in range(rng.randint(1, 4)):
+        t = float(rng.randint(1, 200))
+        if rng.random() < 0.5:
+            nd = tfp.node(rng.randrange(n_nodes), rng)  # new labels (gpu-type) and taints drawn again
+            if rng.random() < 0.2:
+                nd.spec.unschedulable = True
+            sc.arrivals.append(Timed(t, nd))
+        else:
+            name = rng.choice(["qa", "qb", "qc"])
+            parent = rng.choice(["org", "root"]) if name != "qc" else "root"
+            q = tfp.queue(name, parent, rng.randint(1, 3), rng.choice([None, 4, 8]), guarantee=rng.choice([None, 2]))
+            for count in ("pending", "inqueue", "running", "unknown", "completed"):
+                setattr(q.status, count, 0)  # (the queue controller reads the counts it wrote before)
+            sc.arrivals.append(Timed(t, q))
+    sc.arrivals.sort(key=lambda x: x.time)
+    return sc
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14),
+       conf=st.sampled_from(tfp.CONFS))
+def test_node_and_queue_updates_decide_the_same(seed, n_nodes, n_jobs, conf):
+    with mock.patch.object(tfp, "scenario", scenario_with_updates):
+        slow = tfp.run(seed, n_nodes, n_jobs, fast=False, conf=conf)
+        fast = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+    assert slow == fast
