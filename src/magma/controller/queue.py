@@ -43,8 +43,9 @@ def _read(q: Queue | None) -> tuple | None:
     if q is None:
         return None
     s = q.status
-    return (id(q), s.state, q.parent_name, s.pending, s.inqueue, s.running, s.unknown, s.completed,
-            q.metadata.annotations.get(CLOSED_BY_PARENT))
+    # the counts are extra fields: a Queue applied again without a status has none until the next sync
+    counts = tuple(getattr(s, k, None) for k in ("pending", "inqueue", "running", "unknown", "completed"))
+    return (id(q), s.state, q.parent_name, counts, q.metadata.annotations.get(CLOSED_BY_PARENT))
 
 
 def _time(ts: object) -> float:

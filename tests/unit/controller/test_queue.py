@@ -119,3 +119,18 @@ def test_job_command_for_missing_job_is_dropped():
     h.sync()
     assert h.state.commands == {}
     assert h.phase() == "Pending"
+
+
+
+def test_a_queue_applied_again_without_status_gets_its_counts_back():
+    """A Queue re-applied from a manifest has no status counts (they are extra fields): reading it for the quiet
+    check does not fail, and the next sync writes the counts again."""
+    from magma.controller.queue import _read
+
+    h = Harness(queue("team"), podgroup("a", "team", "Running"))
+    h.sync()
+    bare = queue("team")
+    assert _read(bare) is not None  # no AttributeError for the missing counts
+    h.cluster.update(bare)
+    h.sync()
+    assert status(h, "team") == ("Open", {"pending": 0, "inqueue": 0, "running": 1, "unknown": 0, "completed": 0})
