@@ -239,6 +239,31 @@ class Packer:
         return [f"node-{i:05d}" for i in out]
 
 
+def fill_gpus(rng: random.Random, n_nodes: int, queues: list[tuple[str, int]],
+              shape: Callable[[JobSpec], None]) -> list[tuple[JobSpec, list[str]]]:
+    """Running gangs placed first-fit until every GPU is taken (or 50 jobs did not fit), the last holes filled
+    with single 1-GPU pods; `shape(job)` sets each job's size (and whatever else) before it is placed."""
+    packer = Packer(n_nodes)
+    running: list[tuple[JobSpec, list[str]]] = []
+    capacity = n_nodes * NODE_GPUS
+    used, i, misses = 0, 0, 0
+    while misses < 50 and used < capacity:
+        job = random_jobs(rng, 1, None, prefix="run", queues=queues, start=i)[0]
+        shape(job)
+        job.creation = float(i)
+        i += 1
+        on = packer.place(job)
+        if on is None:
+            misses += 1
+            job.pods, job.gpus, job.selector, job.tolerates = 1, 1, {}, True
+            on = packer.place(job)
+            if on is None:
+                continue
+        running.append((job, on))
+        used += job.pods * job.gpus
+    return running
+
+
 # ---------------------------------------------------------------- measuring
 
 

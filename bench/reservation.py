@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     FULL_SESSION_CONF,
     JobSpec,
-    Packer,
     base_objects,
     common_args,
     config,
     emit,
+    fill_gpus,
     job_objects,
     machine,
     new_cluster,
@@ -73,25 +73,13 @@ class PluginClock:
 def objects(args) -> list:
     rng = random.Random(args.seed)
     objs = base_objects(args.nodes)
-    packer = Packer(args.nodes)
     busy = [("default", 1)]  # one queue: the share plugin does not hold jobs back, only room and order
     capacity = args.nodes * 8
-    running = []
-    used, i, misses = 0, 0, 0
-    while misses < 50 and used < capacity:
-        job = random_jobs(rng, 1, None, prefix="run", queues=busy, start=i)[0]
+
+    def shape(job) -> None:
         job.pods = rng.randint(1, 16)
-        job.creation = float(i)
-        i += 1
-        on = packer.place(job)
-        if on is None:
-            misses += 1
-            job.pods, job.gpus, job.selector, job.tolerates = 1, 1, {}, True
-            on = packer.place(job)
-            if on is None:
-                continue
-        running.append((job, on))
-        used += job.pods * job.gpus
+
+    running = fill_gpus(rng, args.nodes, busy, shape)
     # Jobs that just ended leave the idle room, scattered over the cluster.
     rng.shuffle(running)
     freed = 0

@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     FULL_SESSION_CONF,
     PREEMPT_CONF,
-    Packer,
     base_objects,
     common_args,
     config,
     emit,
+    fill_gpus,
     job_objects,
     machine,
     max_rss_mb,
@@ -62,28 +62,14 @@ def empty_cluster_objects(args) -> list:
 def full_cluster_objects(args) -> list:
     rng = random.Random(args.seed)
     objs = base_objects(args.nodes)
-    packer = Packer(args.nodes)
     busy = [("nlp", 3), ("cv", 2), ("research", 2)]
-    i = 0
-    misses = 0
-    capacity = args.nodes * 8
-    used = 0
-    while misses < 50 and used < capacity:
-        job = random_jobs(rng, 1, None, prefix="run", queues=busy, start=i)[0]
+
+    def shape(job) -> None:
         job.pods = args.gang_size or rng.randint(1, 16)
         job.priority = "low" if rng.random() < 0.5 else "normal"
-        job.creation = float(i)
-        i += 1
-        on = packer.place(job)
-        if on is None:
-            misses += 1
-            # Fill the last holes with single 1-GPU pods.
-            job.pods, job.gpus, job.selector, job.tolerates = 1, 1, {}, True
-            on = packer.place(job)
-            if on is None:
-                continue
+
+    for job, on in fill_gpus(rng, args.nodes, busy, shape):
         objs += job_objects(job, nodes=on)
-        used += job.pods * job.gpus
     half = args.preemptors // 2
     pre = random_jobs(rng, 10**9, None, prefix="pre", priority="high", queues=busy, start=10**6, max_jobs=half)
     rec = random_jobs(rng, 10**9, None, prefix="rec", queues=[("speech", 1), ("infra", 1)], start=2 * 10**6,

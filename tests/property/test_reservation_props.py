@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "actions"))
 
-from action_builders import World, config, nodes_yaml, queue_yaml  # noqa: E402
+from action_builders import World, config, group_yaml, nodes_yaml, queue_yaml  # noqa: E402
 from magma.api.resources import GPU, Resources  # noqa: E402
 from magma.scheduler.framework import ACTIONS  # noqa: E402
 from magma.scheduler.framework.info import ON_NODE, TaskStatus  # noqa: E402
@@ -49,49 +49,11 @@ def conf(share: str = "proportion", max_jobs: int = 4):
         """)
 
 
-def group_yaml(name: str, queue: str, replicas: int, gpu: int, creation: float, runtime: int | None,
-               phase: str, nodes: list[str] | None = None, started: list[float] | None = None) -> str:
-    ann = f"\n    magma.io/expected-runtime: \"{runtime}s\"" if runtime is not None else ""
-    out = f"""---
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata:
-  name: {name}
-  namespace: default
-  creationTimestamp: {creation}
-  annotations: {{}}
-spec:
-  minMember: {replicas}
-  queue: {queue}
-status:
-  phase: {phase}
-"""
-    for i in range(replicas):
-        node = f"\n  nodeName: {nodes[i]}" if nodes else ""
-        status = f"Running\n  startTime: {started[i]}" if nodes else "Pending"
-        out += f"""---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}-{i}
-  namespace: default
-  creationTimestamp: {creation}
-  annotations:
-    scheduling.k8s.io/group-name: {name}
-    volcano.sh/task-spec: worker{ann}
-spec:
-  schedulerName: volcano{node}
-  containers:
-  - name: c
-    resources:
-      requests: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: "{gpu}"}}
-status:
-  phase: {status}
-"""
-    return out
-
-
 runtimes = st.one_of(st.none(), st.integers(30, 3000))
+
+
+def _estimate(seconds: int | None) -> str | None:
+    return None if seconds is None else f"{seconds}s"
 
 
 @st.composite
@@ -111,16 +73,17 @@ def busy_clusters(draw, queues=("default",)):
             free -= g
             rt = draw(runtimes)
             started = NOW - draw(st.integers(0, 1200))
-            text += group_yaml(f"run-{i}-{running}", draw(st.sampled_from(queues)), 1, g, 0.0, rt, "Running",
-                               [f"n-{i}"], [started])
+            text += group_yaml(f"run-{i}-{running}", 1, g, 0.0, _estimate(rt), "Running", [f"n-{i}"], started,
+                               queue=draw(st.sampled_from(queues)))
             running += 1
     gang_queue = draw(st.sampled_from(queues))
     replicas = draw(st.integers(1, n_nodes))
     per = draw(st.sampled_from([gpn // 2, gpn]))
-    text += group_yaml("gang", gang_queue, replicas, per, 10.0, draw(runtimes), "Inqueue")
+    text += group_yaml("gang", replicas, per, 10.0, _estimate(draw(runtimes)), queue=gang_queue)
     for k in range(draw(st.integers(0, 8))):
-        text += group_yaml(f"small-{k}", draw(st.sampled_from(queues)), draw(st.integers(1, 2)),
-                           draw(st.integers(1, gpn)), 20.0 + k, draw(runtimes), "Inqueue")
+        q = draw(st.sampled_from(queues))
+        text += group_yaml(f"small-{k}", draw(st.integers(1, 2)), draw(st.integers(1, gpn)), 20.0 + k,
+                           _estimate(draw(runtimes)), queue=q)
     return text
 
 

@@ -108,7 +108,8 @@ def pod_yaml(name: str, group: str, ns: str = "default", gpu: int = 0, cpu: str 
              node: str | None = None, priority_class: str | None = None, role: str = "worker",
              annotations: dict | None = None, labels: dict | None = None, grace: int | None = None,
              never: bool = False, tolerations: list[dict] | None = None, node_selector: dict | None = None,
-             best_effort: bool = False, anti_affinity_key: str | None = None, creation: int = 0) -> str:
+             best_effort: bool = False, anti_affinity_key: str | None = None, creation: float = 0,
+             started: float | None = None, deadline: int | None = None) -> str:
     ann = {"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": role, **(annotations or {})}
     ann_text = "".join(f"\n    {k}: \"{v}\"" for k, v in ann.items())
     lab_text = "".join(f"\n    {k}: \"{v}\"" for k, v in (labels or {}).items())
@@ -123,6 +124,8 @@ def pod_yaml(name: str, group: str, ns: str = "default", gpu: int = 0, cpu: str 
         extra += f"\n  terminationGracePeriodSeconds: {grace}"
     if never:
         extra += "\n  preemptionPolicy: Never"
+    if deadline:
+        extra += f"\n  activeDeadlineSeconds: {deadline}"
     if tolerations:
         extra += "\n  tolerations:" + "".join(
             f"\n  - {{key: {t['key']}, operator: Equal, value: \"{t.get('value', '')}\", effect: NoSchedule}}"
@@ -138,6 +141,8 @@ def pod_yaml(name: str, group: str, ns: str = "default", gpu: int = 0, cpu: str 
                   labelSelector:
                     matchLabels: {{group: {group}}}"""), "  ")
     phase = "Running" if node else "Pending"
+    if node and started is not None:
+        phase += f"\n  startTime: {started}"
     labels_block = f"\n  labels:{lab_text}" if lab_text else ""
     return _doc(f"""
 apiVersion: v1
@@ -160,7 +165,7 @@ status:
 
 def podgroup_yaml(name: str, queue: str, min_member: int, ns: str = "default", min_resources: dict | None = None,
                   phase: str | None = None, priority_class: str | None = None,
-                  annotations: dict | None = None, creation: int = 0) -> str:
+                  annotations: dict | None = None, creation: float = 0) -> str:
     spec = [f"minMember: {min_member}", f"queue: {queue}"]
     if min_resources:
         spec.append("minResources: {" + ", ".join(f"{k}: \"{v}\"" for k, v in min_resources.items()) + "}")
@@ -204,6 +209,23 @@ def gang_yaml(name: str, queue: str, replicas: int, gpu: int = 8, cpu: str = "8"
         out += pod_yaml(f"{name}-{i}", name, ns=ns, gpu=gpu, cpu=cpu, memory=memory,
                         node=running_on[i] if i < len(running_on) else None, priority_class=priority_class,
                         grace=grace, creation=creation, **(pod_kw or {}))
+    return out
+
+
+def group_yaml(name: str, replicas: int, gpu: int, creation: float, runtime: str | None = None,
+               phase: str = "Inqueue", nodes: list[str] | None = None, started: float = 0.0,
+               priority_class: str | None = None, min_resources: bool = False, deadline: int | None = None,
+               queue: str = "default") -> str:
+    """A PodGroup and its `replicas` worker pods of 1 cpu, 1Gi and `gpu` GPUs each, Pending, or Running on `nodes`
+    since `started`; `runtime` is the magma.io/expected-runtime estimate (e.g. "10m"); minResources counts GPUs."""
+    mr = {"nvidia.com/gpu": str(gpu * replicas)} if min_resources else None
+    out = podgroup_yaml(name, queue, replicas, min_resources=mr, phase=phase, priority_class=priority_class,
+                        creation=creation)
+    ann = {"magma.io/expected-runtime": runtime} if runtime else None
+    for i in range(replicas):
+        out += pod_yaml(f"{name}-{i}", name, gpu=gpu, node=nodes[i] if nodes else None,
+                        priority_class=priority_class, annotations=ann, creation=creation, started=started,
+                        deadline=deadline)
     return out
 
 

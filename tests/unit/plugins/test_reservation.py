@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "actions"))
 
-from action_builders import World, config, nodes_yaml, priority_class_yaml  # noqa: E402
+from action_builders import World, config, group_yaml, nodes_yaml, priority_class_yaml  # noqa: E402
 from magma.scheduler.plugins.reservation import expected_runtime, task_runtime  # noqa: E402
 from magma.scheduler.reasons import event_key  # noqa: E402
 
@@ -31,59 +31,13 @@ CONF = config("""
     """)
 
 
-def group(name: str, replicas: int, gpu: int, creation: float, runtime: str | None = None, phase: str = "Inqueue",
-          nodes: list[str] | None = None, started: float = 0.0, priority_class: str | None = None,
-          min_resources: bool = False, deadline: int | None = None) -> str:
-    ann = f"\n    magma.io/expected-runtime: \"{runtime}\"" if runtime else ""
-    pc = f"\n  priorityClassName: {priority_class}" if priority_class else ""
-    mr = f"\n  minResources: {{nvidia.com/gpu: \"{gpu * replicas}\"}}" if min_resources else ""
-    out = f"""---
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: PodGroup
-metadata:
-  name: {name}
-  namespace: default
-  creationTimestamp: {creation}
-spec:
-  minMember: {replicas}
-  queue: default{pc}{mr}
-status:
-  phase: {phase}
-"""
-    for i in range(replicas):
-        node = f"\n  nodeName: {nodes[i]}" if nodes else ""
-        dl = f"\n  activeDeadlineSeconds: {deadline}" if deadline else ""
-        status = f"Running\n  startTime: {started}" if nodes else "Pending"
-        pcs = f"\n  priorityClassName: {priority_class}" if priority_class else ""
-        out += f"""---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}-{i}
-  namespace: default
-  creationTimestamp: {creation}
-  annotations:
-    scheduling.k8s.io/group-name: {name}
-    volcano.sh/task-spec: worker{ann}
-spec:
-  schedulerName: volcano{node}{dl}{pcs}
-  containers:
-  - name: c
-    resources:
-      requests: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: "{gpu}"}}
-status:
-  phase: {status}
-"""
-    return out
-
-
 def busy_world(extra: str, runtimes=("10m", "10m", "30m", "30m")) -> World:
     """Two 4-GPU nodes, each running two 2-GPU pods (started 5 minutes ago; by default those on n-0 run 10
     minutes, those on n-1 30). A 4-GPU job first in line cannot fit now."""
     text = nodes_yaml("n", 2, gpu=4, cpu=64, memory="256Gi")
     for i, rt in enumerate(runtimes):
-        text += group(f"run-{i}", 1, 2, 0.0, rt, "Running", [f"n-{i // 2}"], NOW - 300)
-    text += group("gang", 1, 4, 10.0)
+        text += group_yaml(f"run-{i}", 1, 2, 0.0, rt, "Running", [f"n-{i // 2}"], NOW - 300)
+    text += group_yaml("gang", 1, 4, 10.0)
     world = World(text + extra)
     world.now = NOW
     return world
@@ -93,7 +47,7 @@ def test_estimates_read_from_pod_podgroup_and_deadline():
     assert expected_runtime({"magma.io/expected-runtime": "1h30m"}) == 5400.0
     assert expected_runtime({"magma.io/expected-runtime": "soon"}) is None
     assert expected_runtime({}) is None
-    world = busy_world(group("dl", 1, 1, 20.0, "2h", deadline=600))
+    world = busy_world(group_yaml("dl", 1, 1, 20.0, "2h", deadline=600))
     ssn = world.session(CONF)
     job = next(j for j in ssn.jobs.values() if j.name == "dl")
     task = next(iter(job.tasks.values()))
@@ -114,12 +68,12 @@ def test_the_first_job_that_does_not_fit_gets_a_reservation_with_a_start():
 def test_a_job_ending_before_the_start_is_backfilled_onto_the_reserved_node():
     # n-0 has no room now: free one GPU there by making run-0 smaller is not possible, so use a 3-pod node layout.
     text = nodes_yaml("n", 2, gpu=4, cpu=64, memory="256Gi")
-    text += group("run-0", 1, 3, 0.0, "10m", "Running", ["n-0"], NOW - 300)  # n-0: 1 GPU idle, 3 free in 5 min
-    text += group("run-1", 1, 4, 0.0, "1h", "Running", ["n-1"], NOW - 300)
-    text += group("gang", 1, 4, 10.0)
-    text += group("short", 1, 1, 20.0, "4m")   # ends before the gang's start: may use n-0's idle GPU
-    text += group("long", 1, 1, 21.0, "20m")   # would outlast it: may not
-    text += group("unknown", 1, 1, 22.0)       # says nothing: never on reserved resources
+    text += group_yaml("run-0", 1, 3, 0.0, "10m", "Running", ["n-0"], NOW - 300)  # n-0: 1 GPU idle, 3 free in 5 min
+    text += group_yaml("run-1", 1, 4, 0.0, "1h", "Running", ["n-1"], NOW - 300)
+    text += group_yaml("gang", 1, 4, 10.0)
+    text += group_yaml("short", 1, 1, 20.0, "4m")   # ends before the gang's start: may use n-0's idle GPU
+    text += group_yaml("long", 1, 1, 21.0, "20m")   # would outlast it: may not
+    text += group_yaml("unknown", 1, 1, 22.0)       # says nothing: never on reserved resources
     world = World(text)
     world.now = NOW
     res = world.run(CONF)
@@ -131,11 +85,11 @@ def test_a_job_ending_before_the_start_is_backfilled_onto_the_reserved_node():
 
 def test_no_estimate_backfills_only_beside_the_reserved_amount():
     text = nodes_yaml("n", 2, gpu=8, cpu=64, memory="256Gi")
-    text += group("run-0", 1, 4, 0.0, "10m", "Running", ["n-0"], NOW - 300)  # n-0: 4 idle, 4 more in 5 min
-    text += group("run-1", 1, 8, 0.0, "1h", "Running", ["n-1"], NOW - 300)
-    text += group("gang", 1, 6, 10.0)                                    # needs 6 of n-0's 8 at the start
-    text += group("a", 1, 2, 20.0)                                       # 2 fit beside the 6 reserved
-    text += group("b", 1, 1, 21.0)                                       # no more room beside them
+    text += group_yaml("run-0", 1, 4, 0.0, "10m", "Running", ["n-0"], NOW - 300)  # n-0: 4 idle, 4 more in 5 min
+    text += group_yaml("run-1", 1, 8, 0.0, "1h", "Running", ["n-1"], NOW - 300)
+    text += group_yaml("gang", 1, 6, 10.0)                                    # needs 6 of n-0's 8 at the start
+    text += group_yaml("a", 1, 2, 20.0)                                       # 2 fit beside the 6 reserved
+    text += group_yaml("b", 1, 1, 21.0)                                       # no more room beside them
     world = World(text)
     world.now = NOW
     res = world.run(CONF)
@@ -147,7 +101,7 @@ def test_no_estimate_backfills_only_beside_the_reserved_amount():
 
 def test_a_higher_priority_job_is_not_held_back():
     text = priority_class_yaml("high", 1000)
-    world = busy_world(text + group("vip", 1, 1, 20.0, priority_class="high"), runtimes=("10m", "1h", "30m", "30m"))
+    world = busy_world(text + group_yaml("vip", 1, 1, 20.0, priority_class="high"), runtimes=("10m", "1h", "30m", "30m"))
     # n-0: a 2-GPU pod ending in 5 min, a 2-GPU pod running 1h; nothing idle anywhere: make room on n-1.
     world.cluster.delete("Pod", "default/run-3-0")
     world.run(CONF)
@@ -156,10 +110,10 @@ def test_a_higher_priority_job_is_not_held_back():
 
 def test_without_estimates_the_reserved_nodes_drain():
     text = nodes_yaml("n", 2, gpu=4, cpu=64, memory="256Gi")
-    text += group("run-0", 1, 2, 0.0, None, "Running", ["n-0"], NOW - 300)
-    text += group("run-1", 1, 3, 0.0, None, "Running", ["n-1"], NOW - 300)
-    text += group("gang", 1, 4, 10.0)
-    text += group("small", 1, 1, 20.0, "1m")  # short, but the start is unknown: it may not use n-0's idle GPUs
+    text += group_yaml("run-0", 1, 2, 0.0, None, "Running", ["n-0"], NOW - 300)
+    text += group_yaml("run-1", 1, 3, 0.0, None, "Running", ["n-1"], NOW - 300)
+    text += group_yaml("gang", 1, 4, 10.0)
+    text += group_yaml("small", 1, 1, 20.0, "1m")  # short, but the start is unknown: it may not use n-0's idle GPUs
     world = World(text)
     world.now = NOW
     res = world.run(CONF)
@@ -172,11 +126,11 @@ def test_without_estimates_the_reserved_nodes_drain():
 
 def test_enqueue_admits_the_gang_first_in_line_and_small_jobs_that_fit_now():
     text = nodes_yaml("n", 2, gpu=4, cpu=64, memory="256Gi")
-    text += group("run-0", 1, 3, 0.0, "10m", "Running", ["n-0"], NOW - 300, min_resources=True)
-    text += group("run-1", 1, 4, 0.0, "1h", "Running", ["n-1"], NOW - 300, min_resources=True)
-    text += group("gang", 1, 4, 10.0, phase="Pending", min_resources=True)
-    text += group("short", 1, 1, 20.0, "4m", phase="Pending", min_resources=True)
-    text += group("more", 1, 1, 21.0, "4m", phase="Pending", min_resources=True)
+    text += group_yaml("run-0", 1, 3, 0.0, "10m", "Running", ["n-0"], NOW - 300, min_resources=True)
+    text += group_yaml("run-1", 1, 4, 0.0, "1h", "Running", ["n-1"], NOW - 300, min_resources=True)
+    text += group_yaml("gang", 1, 4, 10.0, phase="Pending", min_resources=True)
+    text += group_yaml("short", 1, 1, 20.0, "4m", phase="Pending", min_resources=True)
+    text += group_yaml("more", 1, 1, 21.0, "4m", phase="Pending", min_resources=True)
     world = World(text)
     world.now = NOW
     volcano = config(CONF.to_yaml().replace("  - name: reservation\n", ""))

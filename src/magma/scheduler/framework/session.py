@@ -282,10 +282,14 @@ class Session:
     def overused(self, queue: QueueInfo) -> bool:
         return any(fn(queue) for tier in self._enabled("overused") for _, fn in tier)
 
-    def _permit_vote(self, point: str, job: JobInfo) -> bool:
+    def permit_vote(self, point: str, job: JobInfo, skip: frozenset[str] = frozenset()) -> bool:
+        """Volcano's permit vote over the tiers: any reject refuses, the first tier with a permit accepts, and
+        abstentions all the way accept. Plugins named in `skip` do not vote."""
         for tier in self._enabled(point):
             permitted = False
-            for _, fn in tier:
+            for name, fn in tier:
+                if skip and name in skip:
+                    continue
                 v = fn(job)
                 if v < 0:
                     return False
@@ -296,10 +300,10 @@ class Session:
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self._permit_vote("job_pipelined", job)
+        return self.permit_vote("job_pipelined", job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._permit_vote("job_enqueueable", job)
+        return self.permit_vote("job_enqueueable", job)
 
     def job_enqueued(self, job: JobInfo) -> None:
         for tier in self._enabled("job_enqueued"):

@@ -92,7 +92,7 @@ DEFAULT_MAX_JOBS = 4
 DEFAULT_WINDOW = 24 * 3600.0
 # enqueue votes that judge load (the cluster's idle resources, a queue's allocated + inqueue) rather than whether
 # the job may run at all; admit_anyway checks the queue's real capability itself instead
-LOAD_GATES = ("overcommit", "proportion", "capacity")
+LOAD_GATES = frozenset({"overcommit", "proportion", "capacity"})
 INF = math.inf
 _PLACED_NOW = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})
 
@@ -801,7 +801,7 @@ class ReservationPlan:
             return None
         self._enqueue_state()
         queue = self.ssn.queues.get(job.queue)
-        if queue is None or queue.state != "Open" or queue.children or not self._vote_without_load_gates(job):
+        if queue is None or queue.state != "Open" or queue.children or not self.ssn.permit_vote("job_enqueueable", job, LOAD_GATES):
             return None
         need = job_min_resources(job)
         dims = requested_dims(need)
@@ -842,21 +842,6 @@ class ReservationPlan:
             self._unpromised = self._unpromised - need
         for at in self._chain(job.queue):
             self._admitted[at.name] = self._admitted.get(at.name, Resources()) + need
-
-    def _vote_without_load_gates(self, job: JobInfo) -> bool:
-        for tier in self.ssn._enabled("job_enqueueable"):
-            permitted = False
-            for name, fn in tier:
-                if name in LOAD_GATES:
-                    continue
-                v = fn(job)
-                if v < 0:
-                    return False
-                if v > 0:
-                    permitted = True
-            if permitted:
-                return True
-        return True
 
     def _fits_idle(self, need: Resources) -> bool:
         return all(need[d] <= self._idle[d] for d in requested_dims(need))
