@@ -33,7 +33,6 @@ from common import (  # noqa: E402
     job_objects,
     machine,
     new_cluster,
-    random_jobs,
     run_session,
     timed_build,
 )

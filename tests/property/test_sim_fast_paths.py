@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magma.api.objects import Command, Job, Object
+from magma.api.objects import Command, Job
 from magma.scheduler.framework import fastpath
 from magma.sim.result import build_result
 from magma.sim.runner import Simulation

@@ -188,10 +188,6 @@ class Resources(Mapping[str, int]):
                 return False
         return True
 
-    def less_equal_on(self, other: Mapping[str, int], names: Iterable[str]) -> bool:
-        """Compare only the given dimensions (Volcano checks only requested dimensions in places)."""
-        return all(self[k] <= other.get(k, 0) for k in names)
-
     def is_empty(self) -> bool:
         for v in self._v.values():
             if v > 0:

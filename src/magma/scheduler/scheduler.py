@@ -168,11 +168,6 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     result.evicted_uids = dict(ssn.evicted_uids)
 
 
-def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatus:
-    """PodGroup phase and counts at close (reference §1)."""
-    return _status(_status_fields(ssn, job))
-
-
 def _status_fields(ssn: Session, job: JobInfo) -> tuple[str, list, int, int, int]:
     """(phase, conditions, running, succeeded, failed) of the PodGroup status at close."""
     return _fields(job, ssn.uid)

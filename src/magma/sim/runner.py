@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time as _time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -564,10 +563,6 @@ def latency_stats(sessions: list[SessionRecord]) -> dict[str, float]:
         return {"mean": 0.0, "p99": 0.0, "max": 0.0}
     p99 = xs[min(len(xs) - 1, math.ceil(0.99 * len(xs)) - 1)]
     return {"mean": round(statistics.fmean(xs), 3), "p99": round(p99, 3), "max": round(xs[-1], 3)}
-
-
-def wall_clock() -> float:
-    return _time.perf_counter()
 
 
 __all__ = ["Simulation", "Trace", "Sample", "latency_stats", "Job", "Node", "PodGroup"]

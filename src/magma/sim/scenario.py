@@ -58,11 +58,6 @@ class Scenario:
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
-    @property
-    def last_timed_event(self) -> float:
-        times = [t.time for t in self.arrivals] + [d[0] for d in self.deletions]
-        return max(times, default=0.0)
-
 
 def _annotation_time(obj: Object, key: str, problems: list[Problem]) -> float | None:
     raw = obj.annotations.get(key)

@@ -52,7 +52,6 @@ def test_queue_order_share_then_deserved_before_best_effort():
 
 def test_allocatable_bound_is_real_capability_not_deserved():
     ssn = open_session(flat_world(), FLAT)
-    cap = ssn.plugins["capacity"]
     qa = ssn.queues["qa"]
     # qa holds 112 > deserved 96 but below realCapability 256: still allocatable.
     assert ssn.allocatable(qa, task(ssn, "ja-worker-20"))

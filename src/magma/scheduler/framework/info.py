@@ -160,10 +160,6 @@ class JobInfo:
             value = memo[key] = compute(self)
         return value
 
-    def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
-        want = set(statuses)
-        return [t for t in self.tasks.values() if t.status in want]
-
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
         st = self.stats()
         if isinstance(statuses, frozenset):
@@ -277,9 +273,6 @@ class QueueInfo:
     @property
     def is_leaf(self) -> bool:
         return not self.children
-
-    def capability_has(self, name: str) -> bool:
-        return name in self.capability
 
 
 @dataclass(eq=False)

@@ -17,7 +17,7 @@ import numpy as np
 from magma.api.resources import Resources
 
 from . import fastpath
-from .info import ALLOCATED, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from .info import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
 S = TaskStatus
@@ -604,7 +604,3 @@ class Session:
             if got is not None:
                 got.append(j.allocated())
         return {q: Resources.sum(allocs) for q, allocs in by_queue.items()}
-
-    @staticmethod
-    def allocated_statuses() -> frozenset[TaskStatus]:
-        return ALLOCATED

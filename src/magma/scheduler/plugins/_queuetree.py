@@ -190,10 +190,6 @@ def has_min_resources(job: JobInfo) -> bool:
     return job.podgroup is not None and bool(job.min_resources)
 
 
-def job_allocated(job: JobInfo) -> Resources:
-    return job.allocated()
-
-
 def job_request(job: JobInfo) -> Resources:
     """Allocated plus Pending tasks (Pipelined tasks are in neither, as in Volcano's proportion)."""
     return job.memo("queuetree.request", _job_request)  # once per change of the job's tasks

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from magma.api.resources import CPU, MEMORY, PODS, Resources
+from magma.api.resources import CPU, MEMORY, Resources
 
 from ..framework import ABSTAIN, PERMIT, REJECT, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, plugin
 from ._queuetree import (
