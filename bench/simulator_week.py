@@ -94,6 +94,15 @@ def workload(args) -> str:
     return "".join(out)
 
 
+def session_parts(trace) -> dict[str, float]:
+    """Seconds spent in each action, and in opening and closing, summed over the sessions run."""
+    out: dict[str, float] = {}
+    for s in trace.sessions:
+        for k, v in s.action_ms.items():
+            out[k] = out.get(k, 0.0) + v / 1000
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--jobs", type=int, default=10000)
@@ -143,6 +152,8 @@ def main(argv=None) -> int:
         "sessionShare": round(in_sessions / wall, 3), "jobsStarted": started,
         "binds": sum(s.binds for s in trace.sessions), "evictions": sum(s.evictions for s in trace.sessions),
         "maxRssMiB": round(max_rss_mb()), "stop": trace.stop_reason,
+        "loopSeconds": {k: round(v, 2) for k, v in trace.loop_seconds.items()},
+        "sessionSeconds": {k: round(v, 2) for k, v in session_parts(trace).items()},
     }
     print(f"simulated {trace.end_time / 86400:.2f} virtual days in {wall:.1f} s wall ({cpu:.1f} s CPU) "
           f"({figures['virtualDaysPerWallSecond']} virtual days per wall second; a week in "
@@ -152,6 +163,9 @@ def main(argv=None) -> int:
           f"{in_sessions:.1f} s in sessions ({figures['sessionShare'] * 100:.0f}%) | jobs started {started}, "
           f"pods bound {figures['binds']}, evicted {figures['evictions']} | peak RSS {figures['maxRssMiB']} MiB "
           f"| stopped: {trace.stop_reason}")
+    print("where the wall time went (s): " + ", ".join(f"{k} {v:.1f}" for k, v in figures["loopSeconds"].items())
+          + f", other {wall - sum(trace.loop_seconds.values()):.1f}")
+    print("within sessions (s): " + ", ".join(f"{k} {v:.1f}" for k, v in figures["sessionSeconds"].items()))
     emit(figures, args.json)
     if args.json_out:
         import json

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -70,6 +71,7 @@ class SessionRecord:
     latency_ms: float
     binds: int
     evictions: int
+    action_ms: dict[str, float] = field(default_factory=dict)  # per action, and "open+close" for the rest
 
 
 @dataclass
@@ -88,6 +90,9 @@ class Trace:
     reservations: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
     backfilled: set[str] = field(default_factory=set)
     skipped_sessions: int = 0  # sessions not run because they would have repeated the last one (see the loop)
+    # wall seconds of the loop's parts, for the benchmark's breakdown: "inputs" (arrivals, deletions), "kubelet",
+    # "controller", "ingest", "session", "record"
+    loop_seconds: dict[str, float] = field(default_factory=dict)
     stop_reason: str = ""
     end_time: float = 0.0
 
@@ -159,19 +164,36 @@ class Simulation:
     def run(self, progress: Callable[[float, float], None] | None = None) -> Trace:
         t = 0.0
         horizon = self.until if self.until is not None else self.safety_cap
+        spent = self.trace.loop_seconds
+        for part in ("inputs", "kubelet", "controller", "ingest", "session", "record"):
+            spent.setdefault(part, 0.0)
+        clock = time.perf_counter
         while True:
             self.clock.set(t)
+            t0 = clock()
             changed = self._apply_timed(t)
+            t1 = clock()
             changed |= self.kubelet.step(t)
+            t2 = clock()
             changed |= self.controller.sync()
+            t3 = clock()
             result = self._session(t)
+            t4 = clock()
             self.trace.last = result
             started = self.kubelet.start_bound(t)
             self.kubelet.step(t)
+            t5 = clock()
             changed |= self.controller.sync()
+            t6 = clock()
             changed |= bool(result.binds or result.evictions or started) or result.phases != self._last_phases
             self._last_phases = result.phases
             self._record(t, result)
+            t7 = clock()
+            spent["inputs"] += t1 - t0
+            spent["kubelet"] += (t2 - t1) + (t5 - t4)
+            spent["controller"] += (t3 - t2) + (t6 - t5)
+            spent["session"] += t4 - t3  # the ingest's share is moved to "ingest" by _session
+            spent["record"] += t7 - t6
             if progress:
                 progress(t, horizon)
             if self.until is not None and t >= self.until:
@@ -218,9 +240,16 @@ class Simulation:
         queues = {name: _status_of(q) for name, q in state.queues.items()}
         # What arrived since the last session is taken in outside the session, as a scheduler's informers do
         # in a cluster, so that sessionLatencyMs measures the session as the benchmarks do.
+        t0 = time.perf_counter()
         self.scheduler.ingest()
+        took = time.perf_counter() - t0
+        self.trace.loop_seconds["ingest"] = self.trace.loop_seconds.get("ingest", 0.0) + took
+        self.trace.loop_seconds["session"] = self.trace.loop_seconds.get("session", 0.0) - took
         result = self.scheduler.run_once()
-        self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions)))
+        parts = dict(result.action_ms)
+        parts["open+close"] = max(result.latency_ms - sum(parts.values()), 0.0)
+        self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions),
+                                                 parts))
         if self._pure_config and not result.binds and not result.evictions:
             written = cluster.changes_since(version)
             # quiet: nothing written but the queues' status, and nothing of it the scheduler reads
