@@ -119,6 +119,7 @@ class Scheduler:
             ACTIONS[name](ssn, self.config.action_arguments(name))
             result.action_ms[name] = (time.perf_counter() - t0) * 1000
         close_session(ssn, result)
+        ssn.release()
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 

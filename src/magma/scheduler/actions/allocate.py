@@ -752,4 +752,8 @@ class Allocator:
 
 @action("allocate")
 def allocate(ssn: Session, arguments: dict) -> None:
-    Allocator(ssn, dict(arguments or {})).run()
+    alloc = Allocator(ssn, dict(arguments or {}))
+    try:
+        alloc.run()
+    finally:
+        alloc.shared.clear()  # groups point back at the allocator: freed now, not by the cycle collector
