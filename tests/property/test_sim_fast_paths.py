@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +25,7 @@ from magma.api.objects import Command, Job
 from magma.scheduler.framework import fastpath
 from magma.sim.result import build_result
 from magma.sim.runner import Simulation
-from magma.sim.scenario import Scenario, Timed
+from magma.sim.scenario import Scenario, Timed, load_scenario
 
 from test_fast_paths import _config, job_objects, scenario as podgroup_scenario
 
@@ -143,3 +145,51 @@ def test_clock_reading_plugins_turn_skipping_off():
     sim = Simulation(sc, period=1.0, until=600)
     trace = sim.run()
     assert trace.skipped_sessions == 0 and trace.sessions
+
+
+def test_finished_pods_deleted_at_ttl_need_no_session():
+    """skip_inert_pods: a ttl deletion takes away pods no record reflects (the job finished, its PodGroup is gone);
+    the session it would start repeats the last quiet one, and is skipped, with everything recorded the same."""
+    seed = Path(__file__).resolve().parents[2] / "examples" / "seed-h100"
+    job = """---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: short
+  namespace: team-nlp
+  annotations: {sim.magma.io/submit-at: 10s, sim.magma.io/duration: 100s}
+spec:
+  queue: team-nlp
+  minAvailable: 2
+  ttlSecondsAfterFinished: 300
+  tasks:
+    - name: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: main
+              image: train:latest
+              resources: {limits: {nvidia.com/gpu: 8, cpu: "48", memory: 512Gi}}
+"""
+
+    def simulate(skip_inert: bool) -> tuple:
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "job.yaml"
+            f.write_text(job)
+            sc = load_scenario([seed / "cluster.yaml", seed / "queues.yaml", seed / "scheduler-config.yaml", f])
+        sim = Simulation(sc, period=1.0)
+        with contextlib.nullcontext() if skip_inert else fastpath.disabled("skip_inert_pods"):
+            trace = sim.run()
+        result = build_result(sim)
+        result["summary"].pop("sessions")
+        result["summary"].pop("sessionLatencyMs")
+        events = [(e.time, e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
+        return json.dumps(result, sort_keys=True), events, [s.time for s in trace.sessions]
+
+    off, on = simulate(False), simulate(True)
+    assert off[:2] == on[:2]
+    deleted_at = 10 + 1 + 100 + 300  # bound at 11 s, finished 100 s later, deleted after the ttl
+    assert any(deleted_at <= t <= deleted_at + 1 for t in off[2])
+    assert not any(deleted_at <= t <= deleted_at + 1 for t in on[2])
+    assert set(on[2]) < set(off[2])

@@ -88,6 +88,12 @@ class Scheduler:
         self._kept().ingest(self.cluster, self.cluster.state())
         return True
 
+    def records_version(self) -> int | None:
+        """A number that changes whenever ingesting altered the kept job, task or node records (None: no kept
+        records). Equal numbers around an ingest mean the cluster's writes changed nothing a session reads of
+        pods and PodGroups."""
+        return self.cache.records_version if self.cache is not None and self.cache.snap is not None else None
+
     def open_session(self) -> Session:
         snap = self.snapshot()
         tiers = [list(t.plugins) for t in self.config.tiers]

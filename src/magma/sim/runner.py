@@ -26,7 +26,10 @@ would see the same snapshot and decide the same (and write the same allocated re
 would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
 `summary.sessions`) lists the sessions that ran, with `trace.skipped_sessions` counting the others. The
 "finds nothing" session after the ttl deletion is the typical skip: its inputs are those of the session
-before. The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
+before. The ttl deletion's own session is skipped too when the last session that ran was quiet
+(fastpath.skip_inert_pods): the pods it deletes had finished and their PodGroup was gone, so no record of the
+scheduler's kept snapshot reflects them, and taking them in leaves every record as it was
+(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
 (phase, conditions), and only running it tells whether that changes anything.
 tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
@@ -122,8 +125,8 @@ class Simulation:
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
         # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
-        # it, its result, the events it recorded)
-        self._quiet: tuple[int, SessionResult, list[tuple]] | None = None
+        # it, its result, the events it recorded, the scheduler's records version it ran on)
+        self._quiet: tuple[int, SessionResult, list[tuple], int | None] | None = None
         self._pure_config = (set(scenario.config.runnable_actions) <= PURE_ACTIONS
                              and {p.name for p in scenario.config.plugins()} <= PURE_PLUGINS)
 
@@ -229,7 +232,7 @@ class Simulation:
         quiet = self._quiet
         if quiet is not None and fastpath.skip_quiet_sessions:
             since = cluster.changes_since(quiet[0])
-            if since is not None and all(kind in NOT_SCHEDULER_INPUTS for kind, _ in since):
+            if since is not None and self._unseen(since, quiet[3]):
                 for ev in quiet[2]:
                     cluster.record_event(*ev)
                 self.trace.skipped_sessions += 1
@@ -240,11 +243,8 @@ class Simulation:
         queues = {name: _status_of(q) for name, q in state.queues.items()}
         # What arrived since the last session is taken in outside the session, as a scheduler's informers do
         # in a cluster, so that sessionLatencyMs measures the session as the benchmarks do.
-        t0 = time.perf_counter()
-        self.scheduler.ingest()
-        took = time.perf_counter() - t0
-        self.trace.loop_seconds["ingest"] = self.trace.loop_seconds.get("ingest", 0.0) + took
-        self.trace.loop_seconds["session"] = self.trace.loop_seconds.get("session", 0.0) - took
+        self._ingest()
+        records = self.scheduler.records_version()
         result = self.scheduler.run_once()
         parts = dict(result.action_ms)
         parts["open+close"] = max(result.latency_ms - sum(parts.values()), 0.0)
@@ -256,8 +256,31 @@ class Simulation:
             if written is not None and all(kind == "Queue" for kind, _ in written) and \
                     queues == {name: _status_of(q) for name, q in state.queues.items()}:
                 events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
-                self._quiet = (cluster.version, result, events)
+                self._quiet = (cluster.version, result, events, records)
         return result
+
+    def _ingest(self) -> bool:
+        """The scheduler's ingest, timed as the loop's "ingest" (taken out of "session", which includes it)."""
+        t0 = time.perf_counter()
+        done = self.scheduler.ingest()
+        took = time.perf_counter() - t0
+        self.trace.loop_seconds["ingest"] = self.trace.loop_seconds.get("ingest", 0.0) + took
+        self.trace.loop_seconds["session"] = self.trace.loop_seconds.get("session", 0.0) - took
+        return done
+
+    def _unseen(self, since: list[tuple[str, str]], records: int | None) -> bool:
+        """Whether the writes `since` the last quiet session leave every input of the next session as it was.
+
+        Jobs and Commands are not read by the scheduler. With fastpath.skip_inert_pods, pods are too when taking
+        them in changes no record of the scheduler's kept snapshot (`Scheduler.records_version`): pods that no job,
+        task, node or skipped-pod record reflects, such as the finished pods of a job whose PodGroup is gone,
+        deleted at the job's ttl. Any other kind (PodGroup, Queue, Node, PriorityClass) counts as a change."""
+        kinds = {kind for kind, _ in since}
+        if kinds <= NOT_SCHEDULER_INPUTS:
+            return True
+        if not fastpath.skip_inert_pods or records is None or kinds - NOT_SCHEDULER_INPUTS != {"Pod"}:
+            return False
+        return self._ingest() and self.scheduler.records_version() == records
 
     # ---------------------------------------------------------------- recording
     def _track_jobs(self, t: float, state) -> None:

@@ -134,6 +134,10 @@ class SnapshotCache:
         self._queues: dict[str, QueueInfo] | None = None  # the last QueueInfo records (fast path queues_kept)
         self._stale_queues: set[str] = set()  # queues written since those records were made
         self.index: JobIndex | None = None  # kept with the records when the scheduler asks (jobindex.py)
+        # Bumped whenever applying changes altered a job, task or node record or the skipped list (not when
+        # every pod written is one no record reflects: a finished pod whose PodGroup is gone, say). Queue
+        # records are not counted: they are made at the session's open from the Queues written.
+        self.records_version = 0
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
@@ -267,6 +271,7 @@ class SnapshotCache:
     # ------------------------------------------------------------------ full build
     def _full(self, state: ClusterState) -> None:
         self.full_builds += 1
+        self.records_version += 1
         self._queues = None
         self._stale_queues = set()
         self.pods: dict[str, _Pod] = {}
@@ -353,18 +358,21 @@ class SnapshotCache:
         if not groups and not pods:
             self.incremental_builds += 1
             return True
+        altered = bool(groups)
         groups = {key for key in groups if not self._status_only(state, key)}
         for key in groups:
             pods.update(self.group_pods.get(key, ()))
         for key in pods:
-            self._drop_pod(key)
+            altered |= self._drop_pod(key)
         for key in groups:
             self._drop_group(key)
         position = self._cluster.position
         for key in sorted((k for k in groups if k in state.podgroups), key=lambda k: position("PodGroup", k)):
             self._add_group(state.podgroups[key])
         for key in sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k)):
-            self._add_pod(state.pods[key])
+            altered |= self._add_pod(state.pods[key])
+        if altered:
+            self.records_version += 1
         self.incremental_builds += 1
         return True
 
@@ -410,10 +418,13 @@ class SnapshotCache:
         self.pos_of[id(job)] = pos
         _insert(self.pg_jobs, job.uid, job, pos, self.pos_of)
 
-    def _drop_pod(self, key: str) -> None:
+    def _drop_pod(self, key: str) -> bool:
+        """Take a pod out of the records; False when no record reflected it."""
         r = self.pods.pop(key, None)
         if r is None:
-            return
+            return False
+        reflected = (r.task is not None or r.node is not None or r.job is not None or r.bare is not None
+                     or key in self.skipped_pods)
         t = r.task
         if r.node is not None:
             self.snap.table.remove_task(r.node.index, t)
@@ -439,9 +450,10 @@ class SnapshotCache:
                 self.dim_count[name] = n
                 if n == 0 and name not in self.alloc_dims:
                     raise _Rebuild  # the table would lose that column
+        return reflected
 
-    def _add_pod(self, p: Pod) -> None:
-        """One pod, as `snapshot._build`'s loop places it."""
+    def _add_pod(self, p: Pod) -> bool:
+        """One pod, as `snapshot._build`'s loop places it; False when no record reflects it."""
         pos = self._cluster.position("Pod", p.key)
         table = self.snap.table
         req = p.spec.request()
@@ -494,6 +506,7 @@ class SnapshotCache:
         if job_key is not None:
             self.group_pods.setdefault(job_key, {})[p.key] = None
         self.pods[p.key] = _Pod(pos, req, job_key, job if task is not None else None, bare, t, node)
+        return t is not None or bare is not None or p.key in self.skipped_pods
 
 
 def _insert(d: dict, key: str, value: Any, pos: int, pos_of: dict[int, int]) -> None:

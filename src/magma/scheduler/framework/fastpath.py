@@ -77,6 +77,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (gang's readiness after every placement); the figures derived from them are dropped as before.
 - `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
   session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
+- `skip_inert_pods` (simulator, with skip_quiet_sessions and the incremental snapshot): pods written since the
+  last quiet session do not make the next one run when taking them in changed no record of the kept snapshot
+  (`SnapshotCache.records_version`): no job, task, node or skipped-pod record reflects them (the finished pods of a
+  job whose PodGroup is gone, deleted at its ttl). The session's inputs are then those of the quiet session.
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:
@@ -110,12 +114,13 @@ skip_quiet_sessions = True
 incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
+skip_inert_pods = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept")
+          "node_facts_kept", "queues_kept", "skip_inert_pods")
 
 
 @contextmanager
