@@ -159,7 +159,10 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     result.reservations = dict(getattr(ssn, "reservation_report", {}) or {})
     result.backfilled = list(getattr(ssn, "backfilled_jobs", []) or [])
     if ssn.cluster is not None:
+        current = _current_queues(ssn.cluster)
         for name, st in result.queue_status.items():
+            if current is not None and _status_written(current.get(name), st):
+                continue  # the same values again (fastpath.queue_status_kept)
             ssn.cluster.update_queue_status(name, st)
         for ev in ssn.events:
             ssn.cluster.record_event(*ev)
@@ -244,6 +247,27 @@ def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: 
     job.conditions = base
 
 
+def _current_queues(cluster: Cluster) -> dict | None:
+    """The cluster's Queue objects as they are now, when it keeps them in memory (a cluster with a change log:
+    its `state()` is its own records, not a copy); None otherwise, or with fastpath.queue_status_kept off."""
+    if not fastpath.queue_status_kept or not hasattr(cluster, "changes_since"):
+        return None
+    return cluster.state().queues
+
+
+def _status_written(queue: Any, status: dict) -> bool:
+    """Whether the Queue's status already holds every field of `status` with these values."""
+    if queue is None:
+        return False
+    have = queue.status
+    return all(getattr(have, k, None) == v for k, v in status.items())
+
+
+# queue_status's answers by their inputs (fastpath.queue_status_kept): the queues, their children and allocations.
+_STATUS: dict[tuple, dict[str, dict]] = {}
+_STATUS_MAX = 1024
+
+
 def queue_status(ssn: Session) -> dict[str, dict]:
     """Allocated resources per queue, rolled up to the parents: the part of Queue status the scheduler owns.
 
@@ -252,6 +276,18 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     """
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
+    if not fastpath.queue_status_kept:
+        return _rolled_up(ssn, allocated)
+    key = tuple((name, tuple(q.children), allocated.get(name)) for name, q in ssn.queues.items())
+    got = _STATUS.get(key)
+    if got is None:
+        if len(_STATUS) >= _STATUS_MAX:
+            _STATUS.clear()
+        got = _STATUS[key] = _rolled_up(ssn, allocated)
+    return {name: {k: dict(v) for k, v in st.items()} for name, st in got.items()}  # the caller's own dicts
+
+
+def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
         total = allocated[name]
