@@ -91,6 +91,19 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   sessions, per scheduler configuration, NodeTable dimensions and `Session.node_scores_key`: such a score is a
   function of that key and the node's `Session.node_state` alone (the contract of `node_scores_key`, on which the
   group's memo within an action already rests), and the configuration fixes the score plugins and their weights.
+- `placed_rows_kept` (predicates, nodeorder: plugins/_nodeindex.py): the node index's first question about placed
+  pods that needs no label selector (the terms they carry, NonZeroRequested) is answered by a scan instead of the
+  build of the facts classes. Per node row the scan keeps, across sessions, the uids of its tasks with a pod, those
+  carrying terms (in the node's order) and their NonZeroRequested extras, while the node list is the same (as
+  node_facts_kept) and the node holds the same task objects (a task object's pod, shape and request never change:
+  the snapshot makes a new task for a written pod); a changed row is read again. It counts the pods `_build` counts
+  (a pod on a node, not removed by an event), in `_build`'s order, and the event handlers then move the counts as
+  `_add` and `_remove` would (a task is counted when `_build`'s placed dict would hold it); a later build of the
+  facts classes leaves the carried terms counted so far alone.
+- `water_fill_ints` (proportion's deserved: `_queuetree.water_fill`): the water-filling rounds run on the plain
+  dicts of ints the Resources vectors hold, step by step as the Resources operations do them (the same rule for
+  absent names, zeros dropped, the same floor division by the reduced weight fraction), so every round gives the
+  same amounts without making the intermediate vectors.
 """
 
 from __future__ import annotations
@@ -120,13 +133,16 @@ node_facts_kept = True
 queues_kept = True
 queue_status_kept = True
 allocate_scores_kept = True
+placed_rows_kept = True
+water_fill_ints = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept",
-          "queue_status_kept", "allocate_scores_kept")
+          "queue_status_kept", "allocate_scores_kept",
+          "placed_rows_kept", "water_fill_ints")
 
 
 @contextmanager

@@ -141,7 +141,7 @@ class Predicates:
         pt = self.index.terms(task)
         if self.enabled["PodTopologySpread"] and pt.spread_hard:
             return None
-        if self.enabled["PodAffinity"] and (pt.has_pod_affinity or (self.index.placed() and self.index.carried("anti"))):
+        if self.enabled["PodAffinity"] and (pt.has_pod_affinity or self.index.carried("anti")):
             return None
         return (NAME, pt.static_key)
 
@@ -165,7 +165,7 @@ class Predicates:
 
     def _inter_pod_affinity(self, pt: PodTerms, rows: np.ndarray, codes: _Codes) -> None:
         idx = self.index
-        existing = idx.carried("anti") if idx.placed() else []
+        existing = idx.carried("anti")  # (none without placed pods)
         if not pt.has_pod_affinity and not existing:
             return  # fast path: nothing to check
         n = len(rows)
