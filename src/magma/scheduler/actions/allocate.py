@@ -351,8 +351,9 @@ _KEPT_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
 _KEPT_SCORES_MAX = 100_000
 
 
-def kept_scores(ssn: Session, score_key: tuple) -> dict[bytes, float]:
-    """The node state -> score memo of tasks with this score key: kept from earlier sessions of the same
+def kept_scores(ssn: Session, score_key: tuple, task: TaskInfo) -> dict[bytes, float]:
+    """The node state -> score memo of tasks with this score key (and a request naming its resources in the order
+    `task`'s does: a score may add per-resource parts in that order): kept from earlier sessions of the same
     configuration with fastpath.allocate_scores_kept, else a new one."""
     if not fastpath.allocate_scores_kept:
         return {}
@@ -366,7 +367,7 @@ def kept_scores(ssn: Session, score_key: tuple) -> dict[bytes, float]:
     except TypeError:  # a configuration without weak references: nothing kept
         return {}
     by_key = entry[1]
-    full = (tuple(ssn.table.dims), score_key)
+    full = (tuple(ssn.table.dims), score_key, tuple(task.resreq.items()))
     got = by_key.get(full)
     if got is None:
         if len(by_key) >= 4096 or sum(len(v) for v in by_key.values()) >= _KEPT_SCORES_MAX:
@@ -403,7 +404,7 @@ class SharedGroup:
         self.stamp = [0] * len(fit_future)
         self.heaps: tuple[list, list] = ([], [])  # rows fitting FutureIdle only, rows fitting Idle
         # node state (Session.node_state) -> score: nodes in equal state; kept across sessions when it can be
-        self.memo: dict[bytes, float] = kept_scores(ssn, score_key) if score_key is not None else {}
+        self.memo: dict[bytes, float] = kept_scores(ssn, score_key, task) if score_key is not None else {}
         self._summary: tuple[int, str] | None = None
         rows = np.flatnonzero(fit_future)
         self._push(task, rows, fit_idle[rows])

@@ -104,6 +104,23 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   dicts of ints the Resources vectors hold, step by step as the Resources operations do them (the same rule for
   absent names, zeros dropped, the same floor division by the reduced weight fraction), so every round gives the
   same amounts without making the intermediate vectors.
+- `enqueue_verdicts_kept` (proportion's JobEnqueueable): the verdict on a job's minResources against its queue
+  chain (the refusing queue's reason and event text, or none) is kept by everything it reads: the minResources and,
+  per queue of the chain, its name, allocated, inqueue, elastic and realCapability. A job waiting for room is
+  refused again with the same figures session after session.
+- `plugin_setup_kept` (overcommit): the factor read from the plugin's arguments is kept by those arguments, and the
+  over-committed total (total x factor) by the total and the factor: both are pure functions of these, and the
+  plugin is made and opened afresh every session.
+- `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
+  the figures filled in after (Resources never change in place), copied by their dict (what copy.copy does for
+  them), and each queue's sums are added in one dict, in the order the additions one by one take them (a name
+  whose amount comes to zero is dropped, and goes last if it comes back, as `Resources.__add__` leaves it).
+- `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once: the action
+  would only push and pop the queues, asking the queue-order functions, which change nothing (their plugins' lazy
+  figures, drf's queue tree, are made on the first question from the same state instead).
+- `vector_memos` (the share plugins' `_queuetree.no_pods` and `finite`): their answers are kept by the vector given
+  (its amounts, names in their order, which the answer keeps), a function of it alone (a Resources never changes);
+  the same few vectors (minResources, queue bounds, the figures of queue reports) come back at every session.
 """
 
 from __future__ import annotations
@@ -135,6 +152,11 @@ queue_status_kept = True
 allocate_scores_kept = True
 placed_rows_kept = True
 water_fill_ints = True
+enqueue_verdicts_kept = True
+plugin_setup_kept = True
+proportion_open_lean = True
+enqueue_idle = True
+vector_memos = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -142,7 +164,9 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept",
           "queue_status_kept", "allocate_scores_kept",
-          "placed_rows_kept", "water_fill_ints")
+          "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept",
+          "plugin_setup_kept", "proportion_open_lean", "enqueue_idle",
+          "vector_memos")
 
 
 @contextmanager

@@ -75,7 +75,31 @@ def typed_argument(plugin: str, arguments: dict, key: str, default: Any = _UNSET
 # ---------------------------------------------------------------- resources
 
 
+# Answers of no_pods and finite by the vector given (fastpath.vector_memos): both are functions of it alone, and asked
+# again and again for the same few vectors (minResources, queue bounds, the reports of queue figures).
+# Keyed by the amounts in their order: equal vectors may list their names in another order, which answers keep.
+_NO_PODS: dict[tuple, Resources] = {}
+_FINITE: dict[tuple, Resources] = {}
+_MEMO_MAX = 4096
+
+
+def _kept(memo: dict[tuple, Resources], res: Resources, fn) -> Resources:
+    if not fastpath.vector_memos or not isinstance(res, Resources):
+        return fn(res)
+    key = tuple(res._v.items())
+    got = memo.get(key)
+    if got is None:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        got = memo[key] = fn(res)
+    return got
+
+
 def no_pods(res: Resources) -> Resources:
+    return _kept(_NO_PODS, res, _no_pods)
+
+
+def _no_pods(res: Resources) -> Resources:
     return Resources({k: v for k, v in res.items() if k != PODS})
 
 
@@ -105,6 +129,10 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
 
 def finite(res: Resources) -> Resources:
     """Drop unlimited dimensions (for reports)."""
+    return _kept(_FINITE, res, _finite)
+
+
+def _finite(res: Resources) -> Resources:
     return Resources({k: v for k, v in res.items() if v < INF // 2})
 
 
