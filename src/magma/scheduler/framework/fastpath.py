@@ -112,15 +112,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   over-committed total (total x factor) by the total and the factor: both are pure functions of these, and the
   plugin is made and opened afresh every session.
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
-  the figures filled in after (Resources never change in place), copied by their dict (what copy.copy does for
-  them), and each queue's sums are added in one dict, in the order the additions one by one take them (a name
-  whose amount comes to zero is dropped, and goes last if it comes back, as `Resources.__add__` leaves it).
+  the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
+  adding to a new empty vector does), and copied by their dict (what copy.copy does for them).
 - `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once: the action
   would only push and pop the queues, asking the queue-order functions, which change nothing (their plugins' lazy
   figures, drf's queue tree, are made on the first question from the same state instead).
 - `vector_memos` (the share plugins' `_queuetree.no_pods` and `finite`): their answers are kept by the vector given
   (its amounts, names in their order, which the answer keeps), a function of it alone (a Resources never changes);
   the same few vectors (minResources, queue bounds, the figures of queue reports) come back at every session.
+- `score_keys_kept` (nodeorder's `score_key`): a task's score key is kept within the session until a placed pod's
+  terms are counted or uncounted (the node index's `carried_version`); the rest of what it reads (weights, the
+  task's terms and request, which nodes have taints it does not tolerate) does not change during a session.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ plugin_setup_kept = True
 proportion_open_lean = True
 enqueue_idle = True
 vector_memos = True
+score_keys_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -166,7 +169,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept",
           "plugin_setup_kept", "proportion_open_lean", "enqueue_idle",
-          "vector_memos")
+          "vector_memos", "score_keys_kept")
 
 
 @contextmanager

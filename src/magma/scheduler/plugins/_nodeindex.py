@@ -371,6 +371,7 @@ class NodeIndex:
         self._trackers: dict[Hashable, Tracker] = {}
         self._carried: dict[str, dict[tuple, Carried]] = {"anti": {}, "pref_aff": {}, "pref_anti": {}}
         self._nonzero: np.ndarray | None = None  # (N, 2) extra cpu/memory of NonZeroRequested
+        self.carried_version = 0  # moves whenever a placed pod's terms are counted or uncounted
         # The scan (fast path placed_rows_kept): the carried terms and NonZeroRequested of the placed pods from
         # per-row records kept across sessions, without the facts classes (built only if a selector asks).
         self._scan_rows: list[_RowTasks] | None = None  # the session's record of each row, as scanned
@@ -541,6 +542,7 @@ class NodeIndex:
     def _carry(self, task: TaskInfo, row: int, d: int) -> None:
         if len(task.shape) > 1 and not task.shape[1]:
             return  # no affinity at all
+        self.carried_version += 1  # (what `carried` gives may change)
         pt = self.terms(task)
         for kind, items in (("anti", [(0, t) for t in pt.req_anti]), ("pref_aff", pt.pref_aff),
                             ("pref_anti", pt.pref_anti)):

@@ -165,19 +165,6 @@ def _copy(at: QueueAttr) -> QueueAttr:
     return new
 
 
-def _added(start: Resources, terms: list[Resources]) -> Resources:
-    """start + terms[0] + terms[1] + ..., the amounts and the order of their names as those additions give them
-    (a name whose amount comes to zero is dropped, and goes last if it comes back), in one dict."""
-    acc = dict(start._v)
-    for r in terms:
-        for k, v in r._v.items():
-            n = acc.get(k, 0) + v
-            if n:
-                acc[k] = n
-            else:
-                del acc[k]
-    return Resources._of(acc)
-
 
 def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
                  bkey: tuple | None) -> dict[str, QueueAttr]:
@@ -215,7 +202,6 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
             guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n],
             has_jobs=n in jobs_by_queue,
         )
-    adds: dict[str, list[tuple[Resources, ...]]] = {}  # (lean) per queue, the figures to add, in order
     for qname, jobs in jobs_by_queue.items():
         if qname not in attrs:
             continue
@@ -230,18 +216,9 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
             inq = Resources.sum(job_inqueue(job) for job in jobs)
             ela = Resources.sum(job_elastic(job) for job in jobs)
         for n in (qname, *tree.ancestors(qname)):
-            if lean:
-                adds.setdefault(n, []).append((alloc, req, inq, ela))
-                continue
             at = attrs[n]
             at.allocated, at.request = at.allocated + alloc, at.request + req
             at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
-    for n, figs in adds.items():
-        at = attrs[n]
-        at.allocated = _added(at.allocated, [f[0] for f in figs])
-        at.request = _added(at.request, [f[1] for f in figs])
-        at.inqueue = _added(at.inqueue, [f[2] for f in figs])
-        at.elastic = _added(at.elastic, [f[3] for f in figs])
 
     for n, at in attrs.items():
         at.real_capability = real[n]
