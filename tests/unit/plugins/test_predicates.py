@@ -713,3 +713,35 @@ def test_placed_rows_are_kept_while_a_node_holds_the_same_tasks():
     assert kept.rows[a0].uids == frozenset() and kept.rows[c0].uids == {moved.uid}
     b0 = ssn.nodes["b0"].index
     assert kept.rows[b0] is before[b0]
+
+
+def test_verdicts_kept_with_the_node_facts_until_placed_pods_matter():
+    """fastpath.predicates_kept: a later session over the same nodes gets the kept verdict (the same object), equal
+    to one computed afresh; once a placed pod's anti-affinity matters to the task, the verdict is computed again."""
+    from magma.scheduler.framework import fastpath
+
+    res = load_text(yaml.safe_dump_all([QUEUE, *ZONES, pod("w", labels={"app": "web"}),
+                                        pod("guard", labels={"app": "x"}, spec=anti({"app": "web"}, "zone"))]))
+    snap = build(MemoryCluster(res.objects).state())
+    snap.node_list = sorted(snap.nodes.values(), key=lambda n: n.index)  # one node list, as a kept snapshot has
+
+    def open_on(snapshot):
+        opts = [PluginOption(name="predicates", arguments={})]
+        ssn = Session(snapshot, None, [opts])
+        p = PLUGINS["predicates"]({})
+        ssn.plugins["predicates"] = p
+        p.on_session_open(ssn)
+        return ssn
+
+    first, second = open_on(snap), open_on(snap)
+    rows = all_rows(first)
+    kept = first.plugins["predicates"].predicate(task(first, "w"), rows)
+    again = second.plugins["predicates"].predicate(task(second, "w"), all_rows(second))
+    assert again is kept and not kept.mask.flags.writeable
+    with fastpath.disabled("predicates_kept"):
+        fresh = open_on(snap).plugins["predicates"].predicate(task(first, "w"), rows)
+    assert np.array_equal(fresh.mask, kept.mask) and [t for t, _ in fresh.reasons] == [t for t, _ in kept.reasons]
+    second.allocate(task(second, "guard"), second.nodes["a0"])  # its anti-affinity now keeps web out of zone a
+    after = second.plugins["predicates"].predicate(task(second, "w"), all_rows(second))
+    assert after is not kept
+    assert [n.name for n, ok in zip(second.node_list, after.mask) if not ok] == ["a0", "a1"]

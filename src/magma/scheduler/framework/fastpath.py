@@ -123,6 +123,11 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `score_keys_kept` (nodeorder's `score_key`): a task's score key is kept within the session until a placed pod's
   terms are counted or uncounted (the node index's `carried_version`); the rest of what it reads (weights, the
   task's terms and request, which nodes have taints it does not tolerate) does not change during a session.
+- `predicates_kept` (predicates): the plugin's per-shape static codes (unschedulable, node selector and required
+  node affinity, taints: from the node facts alone) are kept with the node facts they were made from (kept across
+  sessions by node_facts_kept), per set of enabled predicates; and a task's verdict over all rows, when its
+  `predicate_key` says nothing but those codes decides (no inter-pod terms of its own or of placed pods, no hard
+  spread), is kept with its codes (read-only arrays).
 """
 
 from __future__ import annotations
@@ -160,6 +165,7 @@ proportion_open_lean = True
 enqueue_idle = True
 vector_memos = True
 score_keys_kept = True
+predicates_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -169,7 +175,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept",
           "plugin_setup_kept", "proportion_open_lean", "enqueue_idle",
-          "vector_memos", "score_keys_kept")
+          "vector_memos", "score_keys_kept", "predicates_kept")
 
 
 @contextmanager

@@ -350,7 +350,7 @@ class NodeIndex:
         self.table = ssn.table
         self.nodes = ssn.node_list
         self.n = len(self.nodes)
-        st = _NodeFacts.of(self.nodes, self.table)
+        st = self.facts = _NodeFacts.of(self.nodes, self.table)
         # What depends on the nodes alone (names, labels, taints) is kept across sessions (`_NodeFacts`).
         self.names = st.names
         self._columns = st.columns
