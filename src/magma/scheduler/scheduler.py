@@ -263,11 +263,6 @@ def _status_written(queue: Any, status: dict) -> bool:
     return all(getattr(have, k, None) == v for k, v in status.items())
 
 
-# queue_status's answers by their inputs (fastpath.queue_status_kept): the queues, their children and allocations.
-_STATUS: dict[tuple, dict[str, dict]] = {}
-_STATUS_MAX = 1024
-
-
 def queue_status(ssn: Session) -> dict[str, dict]:
     """Allocated resources per queue, rolled up to the parents: the part of Queue status the scheduler owns.
 
@@ -276,18 +271,6 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     """
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
-    if not fastpath.queue_status_kept:
-        return _rolled_up(ssn, allocated)
-    key = tuple((name, tuple(q.children), allocated.get(name)) for name, q in ssn.queues.items())
-    got = _STATUS.get(key)
-    if got is None:
-        if len(_STATUS) >= _STATUS_MAX:
-            _STATUS.clear()
-        got = _STATUS[key] = _rolled_up(ssn, allocated)
-    return {name: {k: dict(v) for k, v in st.items()} for name, st in got.items()}  # the caller's own dicts
-
-
-def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
         total = allocated[name]

@@ -83,10 +83,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   the incremental snapshot keeps its node list until a node changes, and then builds a new one.
 - `queues_kept` (incremental snapshot, cache.py): the sessions' QueueInfo records are kept while no Queue was
   written (the change log names none) and no full build happened; each session gets its own dict of them.
-- `queue_status_kept` (close): the queues' status (allocations rolled up to the parents) is kept by everything it
-  is computed from (every queue's name, children and allocation) and copied when they come back; a queue whose
-  Queue object (a cluster that keeps its objects in memory: one with a change log) already holds those values
-  is not written again: the write would set the same values (as close already does for PodGroup statuses).
+- `queue_status_kept` (close): a queue whose Queue object (in a cluster that keeps its objects in memory: one with a
+  change log) already holds the status close computed for it is not written again: the write would set the same
+  values (as close already does for PodGroup statuses).
 - `allocate_scores_kept` (allocate, with shared_groups): a shared group's scores by node state are kept across
   sessions, per scheduler configuration, NodeTable dimensions and `Session.node_scores_key`: such a score is a
   function of that key and the node's `Session.node_state` alone (the contract of `node_scores_key`, on which the
