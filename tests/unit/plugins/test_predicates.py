@@ -642,7 +642,7 @@ def run_dynamic(zones, placed, incoming, moves):
                 check()
 
 
-# ---------------------------------------------------------------- the scan of placed pods (fastpath.placed_rows_kept)
+# ------------------------------------------------------ the scan of placed pods (fastpath.placed_rows_kept)
 
 def _placed_view(idx) -> tuple:
     """What the scan stands for: the carried terms (in order, with counts) and NonZeroRequested per node."""

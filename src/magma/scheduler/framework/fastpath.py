@@ -87,8 +87,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   change log) already holds the status close computed for it is not written again: the write would set the same
   values (as close already does for PodGroup statuses).
 - `allocate_scores_kept` (allocate, with shared_groups): a shared group's scores by node state are kept across
-  sessions, per scheduler configuration, NodeTable dimensions and `Session.node_scores_key`: such a score is a
-  function of that key and the node's `Session.node_state` alone (the contract of `node_scores_key`, on which the
+  sessions, per scheduler configuration, NodeTable dimensions, `Session.node_scores_key` and the order in which the
+  task's request names its resources (a score may add per-resource parts in that order): such a score is a
+  function of these and the node's `Session.node_state` alone (the contract of `node_scores_key`, on which the
   group's memo within an action already rests), and the configuration fixes the score plugins and their weights.
 - `placed_rows_kept` (predicates, nodeorder: plugins/_nodeindex.py): the node index's first question about placed
   pods that needs no label selector (the terms they carry, NonZeroRequested) is answered by a scan instead of the
@@ -170,10 +171,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept",
-          "queue_status_kept", "allocate_scores_kept",
-          "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept",
-          "plugin_setup_kept", "proportion_open_lean", "enqueue_idle",
+          "node_facts_kept", "queues_kept", "queue_status_kept", "allocate_scores_kept", "placed_rows_kept",
+          "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept", "proportion_open_lean", "enqueue_idle",
           "vector_memos", "score_keys_kept", "predicates_kept")
 
 
