@@ -108,9 +108,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   chain (the refusing queue's reason and event text, or none) is kept by everything it reads: the minResources and,
   per queue of the chain, its name, allocated, inqueue, elastic and realCapability. A job waiting for room is
   refused again with the same figures session after session.
-- `plugin_setup_kept` (overcommit): the factor read from the plugin's arguments is kept by those arguments, and the
-  over-committed total (total x factor) by the total and the factor: both are pure functions of these, and the
-  plugin is made and opened afresh every session.
+- `plugin_setup_kept` (overcommit, nodeorder): overcommit's factor and nodeorder's weights read from the plugin's
+  arguments are kept by those arguments, and the over-committed total (total x factor) by the total and the factor:
+  all are pure functions of these, and the plugins are made and opened afresh every session.
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).

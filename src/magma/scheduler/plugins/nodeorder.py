@@ -73,11 +73,35 @@ def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
     return MAX - s if reverse else s
 
 
+def _read_weights(args: dict[str, Any]) -> dict[str, int]:
+    return {k: sel.arg_int(args, k, v) for k, v in WEIGHTS.items()}
+
+
+# The weights by the plugin's arguments (fastpath.plugin_setup_kept): the plugin is made every session with them.
+_WEIGHTS: dict[tuple, dict[str, int]] = {}
+
+
+def weights(args: dict[str, Any]) -> dict[str, int]:
+    """The score weights the arguments give (each plugin its own dict)."""
+    if not fastpath.plugin_setup_kept:
+        return _read_weights(args)
+    try:
+        key = tuple(sorted(args.items()))
+        got = _WEIGHTS.get(key)
+    except TypeError:  # an unhashable or unsortable argument: read them every time
+        return _read_weights(args)
+    if got is None:
+        if len(_WEIGHTS) > 64:
+            _WEIGHTS.clear()
+        got = _WEIGHTS[key] = _read_weights(args)
+    return dict(got)
+
+
 @plugin(NAME)
 class NodeOrder:
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
-        self.weights = {k: sel.arg_int(args, k, v) for k, v in WEIGHTS.items()}
+        self.weights = weights(args)
         self.arguments = args
 
     def on_session_open(self, ssn: Session) -> None:
