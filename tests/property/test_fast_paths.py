@@ -207,13 +207,14 @@ def run(seed: int, n_nodes: int, n_jobs: int, fast: bool, conf: str = CONF) -> t
     last_queue: dict[str, str] = {}
 
     def logged_queue(name: str, status: dict) -> None:  # the queues' allocations (close's queue_status)
-        # Writes that change a queue's status are compared; a skipped quiet session (skip_quiet_sessions) would
-        # only have written the same status again.
-        text = json.dumps(status, sort_keys=True, default=str)
+        # Writes that change a queue's status are compared, by the status they leave: a skipped quiet session
+        # (skip_quiet_sessions) would only have written the same status again, and close does not write a status
+        # the queue already has (queue_status_kept).
+        write_queue(name, status)
+        text = json.dumps(sim.cluster.state().queues[name].status.model_dump(), sort_keys=True, default=str)
         if last_queue.get(name) != text:
             last_queue[name] = text
             writes.append((sim.clock.now(), name, text))
-        write_queue(name, status)
 
     sim.cluster.update_queue_status = logged_queue  # type: ignore[method-assign]
     ctx = contextlib.nullcontext() if fast else fastpath.disabled()

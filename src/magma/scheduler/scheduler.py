@@ -166,7 +166,10 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     result.reservations = dict(getattr(ssn, "reservation_report", {}) or {})
     result.backfilled = list(getattr(ssn, "backfilled_jobs", []) or [])
     if ssn.cluster is not None:
+        current = _current_queues(ssn.cluster)
         for name, st in result.queue_status.items():
+            if current is not None and _status_written(current.get(name), st):
+                continue  # the same values again (fastpath.queue_status_kept)
             ssn.cluster.update_queue_status(name, st)
         for ev in ssn.events:
             ssn.cluster.record_event(*ev)
@@ -249,6 +252,22 @@ def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: 
     base.append(PodGroupCondition(type=type_, status="True", reason=reason, message=message,
                                   transitionID=ssn.uid, lastTransitionTime=ssn.now))
     job.conditions = base
+
+
+def _current_queues(cluster: Cluster) -> dict | None:
+    """The cluster's Queue objects as they are now, when it keeps them in memory (a cluster with a change log:
+    its `state()` is its own records, not a copy); None otherwise, or with fastpath.queue_status_kept off."""
+    if not fastpath.queue_status_kept or not hasattr(cluster, "changes_since"):
+        return None
+    return cluster.state().queues
+
+
+def _status_written(queue: Any, status: dict) -> bool:
+    """Whether the Queue's status already holds every field of `status` with these values."""
+    if queue is None:
+        return False
+    have = queue.status
+    return all(getattr(have, k, None) == v for k, v in status.items())
 
 
 def queue_status(ssn: Session) -> dict[str, dict]:

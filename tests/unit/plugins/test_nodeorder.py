@@ -355,3 +355,21 @@ def test_default_weights_equal_per_node_formulas(nodes, incoming):
     PLUGINS["nodeorder"]({}).on_session_open(ssn)
     got = scores(ssn, "p")
     assert [got[f"n{i}"] for i in range(len(nodes))] == ref_scores(nodes, incoming)
+
+
+def test_score_key_kept_until_a_placed_pod_brings_a_matching_term():
+    """fastpath.score_keys_kept: a task's score key is asked again after a pod whose preferred anti-affinity matches
+    the task is placed (its scores then depend on which nodes are candidates), and after it leaves."""
+    avoid_web = {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                                           "topologyKey": "kubernetes.io/hostname"}}]}}}
+    ssn = session([node("n0"), node("n1"), pod("web", {"cpu": "1"}, labels={"app": "web"}),
+                   pod("guard", {"cpu": "1"}, labels={"app": "guard"}, spec=avoid_web)],
+                  **{"podaffinity.weight": 2, "leastrequested.weight": 1})
+    plugin = ssn.plugins["nodeorder"]
+    web, guard = task(ssn, "web"), task(ssn, "guard")
+    assert plugin.score_key(web) is not None
+    ssn.allocate(guard, ssn.nodes["n0"])
+    assert plugin.score_key(web) is None
+    ssn.unallocate(guard)
+    assert plugin.score_key(web) is not None

@@ -4,6 +4,7 @@ pod (anti-)affinity / topology spread counts kept up to date across placements."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from magma.api.config import PluginOption
 from magma.api.load import load_text
 from magma.cluster.memory import MemoryCluster
-from magma.scheduler.framework import PLUGINS, Session, Statement, build
+from magma.scheduler.framework import PLUGINS, Session, Statement, TaskStatus, build
 from magma.scheduler.plugins import _selectors as sel
 from magma.scheduler.plugins import predicates as P
 from magma.scheduler.reasons import node_fit_summary
@@ -639,3 +640,108 @@ def run_dynamic(zones, placed, incoming, moves):
                 counted = [c for c in counted if all(c[0] is not x.pod for x in in_stmt)]
                 stmt, in_stmt = Statement(ssn), []
                 check()
+
+
+# ------------------------------------------------------ the scan of placed pods (fastpath.placed_rows_kept)
+
+def _placed_view(idx) -> tuple:
+    """What the scan stands for: the carried terms (in order, with counts) and NonZeroRequested per node."""
+    carried = {kind: [(c.term.topology_key, c.weight, c.total, c.counts.tolist()) for c in idx.carried(kind)]
+               for kind in ("anti", "pref_aff", "pref_anti")}
+    return carried, idx.nonzero_requested().tolist()
+
+
+def _placed_story(view_first: bool) -> list:
+    """Placements, an eviction and an undo, with the index asked before or only after the first of them, and
+    the facts classes built at the end (a selector's counts)."""
+    from magma.scheduler.plugins._nodeindex import NodeIndex
+
+    no_memory = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    ssn = session(ZONES + [pod("guard", labels={"app": "x"}, on="b0", spec=anti({"app": "web"})),
+                           pod("idle", labels={"app": "y"}, on="a0", spec=no_memory),
+                           pod("w", labels={"app": "w"}, spec=anti({"app": "db"}, "kubernetes.io/hostname")),
+                           pod("plain", labels={"app": "p"}, spec=no_memory)])
+    idx = NodeIndex.of(ssn)
+    views = [_placed_view(idx)] if view_first else []
+    ssn.evict(task(ssn, "guard"))
+    ssn.allocate(task(ssn, "w"), ssn.nodes["a1"])
+    views.append(_placed_view(idx))
+    ssn.allocate(task(ssn, "plain"), ssn.nodes["a1"])
+    ssn.unallocate(task(ssn, "w"))
+    ssn.unevict(task(ssn, "guard"), TaskStatus.RUNNING)  # removed before the scan, counted again
+    views.append(_placed_view(idx))
+    ssn.evict(task(ssn, "guard"))
+    idx.pod_counts(("test",), lambda fc: True)  # builds the facts classes
+    ssn.allocate(task(ssn, "w"), ssn.nodes["c0"])
+    ssn.unallocate(task(ssn, "plain"))
+    views.append(_placed_view(idx))
+    return views
+
+
+@pytest.mark.parametrize("view_first", [True, False])
+def test_scan_of_placed_pods_counts_what_the_build_counts(view_first):
+    from magma.scheduler.framework import fastpath
+
+    with fastpath.disabled("placed_rows_kept"):
+        built = _placed_story(view_first)
+    scanned = _placed_story(view_first)
+    assert scanned == built
+    last = scanned[-1]
+    assert [(c[0], c[2]) for c in last[0]["anti"]] == [("kubernetes.io/hostname", 1)]  # the guard's is evicted
+    assert [(c[0], c[2]) for c in scanned[0][0]["anti"]] == ([("zone", 1)] if view_first else
+                                                              [("kubernetes.io/hostname", 1)])
+    assert last[1][0] == [1000, 200 * 1024 * 1024]  # "idle" states no memory: NonZeroRequested counts 200Mi
+
+
+def test_placed_rows_are_kept_while_a_node_holds_the_same_tasks():
+    from magma.scheduler.plugins._nodeindex import NodeIndex, _PlacedRows
+
+    ssn = session(ZONES + [pod("a", on="a0"), pod("b", on="b0")])
+    idx = NodeIndex.of(ssn)
+    idx.carried("anti")
+    kept = _PlacedRows.of(ssn.node_list, ssn.table)
+    before = list(kept.rows)
+    again = NodeIndex(ssn)  # a later session over the same node list and task objects
+    again.carried("anti")
+    assert _PlacedRows.of(ssn.node_list, ssn.table) is kept
+    assert all(x is y for x, y in zip(kept.rows, before))
+    moved = ssn.nodes["a0"].tasks.pop(next(iter(ssn.nodes["a0"].tasks)))
+    ssn.nodes["c0"].tasks[moved.uid] = moved
+    NodeIndex(ssn).carried("anti")
+    a0, c0 = ssn.nodes["a0"].index, ssn.nodes["c0"].index
+    assert kept.rows[a0] is not before[a0] and kept.rows[c0] is not before[c0]
+    assert kept.rows[a0].uids == frozenset() and kept.rows[c0].uids == {moved.uid}
+    b0 = ssn.nodes["b0"].index
+    assert kept.rows[b0] is before[b0]
+
+
+def test_verdicts_kept_with_the_node_facts_until_placed_pods_matter():
+    """fastpath.predicates_kept: a later session over the same nodes gets the kept verdict (the same object), equal
+    to one computed afresh; once a placed pod's anti-affinity matters to the task, the verdict is computed again."""
+    from magma.scheduler.framework import fastpath
+
+    res = load_text(yaml.safe_dump_all([QUEUE, *ZONES, pod("w", labels={"app": "web"}),
+                                        pod("guard", labels={"app": "x"}, spec=anti({"app": "web"}, "zone"))]))
+    snap = build(MemoryCluster(res.objects).state())
+    snap.node_list = sorted(snap.nodes.values(), key=lambda n: n.index)  # one node list, as a kept snapshot has
+
+    def open_on(snapshot):
+        opts = [PluginOption(name="predicates", arguments={})]
+        ssn = Session(snapshot, None, [opts])
+        p = PLUGINS["predicates"]({})
+        ssn.plugins["predicates"] = p
+        p.on_session_open(ssn)
+        return ssn
+
+    first, second = open_on(snap), open_on(snap)
+    rows = all_rows(first)
+    kept = first.plugins["predicates"].predicate(task(first, "w"), rows)
+    again = second.plugins["predicates"].predicate(task(second, "w"), all_rows(second))
+    assert again is kept and not kept.mask.flags.writeable
+    with fastpath.disabled("predicates_kept"):
+        fresh = open_on(snap).plugins["predicates"].predicate(task(first, "w"), rows)
+    assert np.array_equal(fresh.mask, kept.mask) and [t for t, _ in fresh.reasons] == [t for t, _ in kept.reasons]
+    second.allocate(task(second, "guard"), second.nodes["a0"])  # its anti-affinity now keeps web out of zone a
+    after = second.plugins["predicates"].predicate(task(second, "w"), all_rows(second))
+    assert after is not kept
+    assert [n.name for n, ok in zip(second.node_list, after.mask) if not ok] == ["a0", "a1"]

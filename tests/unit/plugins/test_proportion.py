@@ -427,3 +427,24 @@ def test_water_fill_never_hands_out_more_than_the_pool(members, pool):
     if sum(m.floor[GPU] for m in ms) <= pool * 1000:
         for m in ms:
             assert m.deserved[GPU] >= m.floor[GPU]
+
+
+_AMOUNT = st.integers(-3, 400).map(lambda v: v * 250)  # some negative, zero (absent) and uneven amounts
+_VECTOR = st.dictionaries(st.sampled_from(["cpu", "memory", GPU]), _AMOUNT, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), _VECTOR, _VECTOR, _VECTOR), min_size=1, max_size=6), _VECTOR)
+def test_water_fill_in_ints_gives_the_resources_arithmetic_answer(members, pool):
+    """fastpath.water_fill_ints: the same deserved (amounts and the order of their names) and shares."""
+    from magma.scheduler.framework import fastpath
+
+    def fill() -> list[tuple]:
+        ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
+                        floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
+        water_fill(Resources(pool), ms)
+        return [(list(m.deserved.items()), m.share) for m in ms]
+
+    with fastpath.disabled("water_fill_ints"):
+        plain = fill()
+    assert fill() == plain

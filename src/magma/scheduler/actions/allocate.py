@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import weakref
 from collections import deque
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
@@ -342,6 +343,39 @@ def state_score_list(ssn: Session, memo: dict[bytes, float], task: TaskInfo, row
     return [memo[k] for k in keys]
 
 
+# Node scores by node state, kept across sessions per scheduler configuration and score key
+# (fastpath.allocate_scores_kept): a task with a `Session.node_scores_key` scores a node as a function of that key
+# and the node's `Session.node_state` alone, and the configuration fixes the plugins and their arguments. The
+# NodeTable's dimensions (what the state's columns mean) are part of the key.
+_KEPT_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
+_KEPT_SCORES_MAX = 100_000
+
+
+def kept_scores(ssn: Session, score_key: tuple, task: TaskInfo) -> dict[bytes, float]:
+    """The node state -> score memo of tasks with this score key (and a request naming its resources in the order
+    `task`'s does: a score may add per-resource parts in that order): kept from earlier sessions of the same
+    configuration with fastpath.allocate_scores_kept, else a new one."""
+    if not fastpath.allocate_scores_kept:
+        return {}
+    config = ssn.config
+    try:
+        entry = _KEPT_SCORES.get(id(config))
+        if entry is None or entry[0]() is not config:
+            for k in [k for k, (ref, _) in _KEPT_SCORES.items() if ref() is None]:
+                del _KEPT_SCORES[k]
+            entry = _KEPT_SCORES[id(config)] = (weakref.ref(config), {})
+    except TypeError:  # a configuration without weak references: nothing kept
+        return {}
+    by_key = entry[1]
+    full = (tuple(ssn.table.dims), score_key, tuple(task.resreq.items()))
+    got = by_key.get(full)
+    if got is None:
+        if len(by_key) >= 4096 or sum(len(v) for v in by_key.values()) >= _KEPT_SCORES_MAX:
+            by_key.clear()
+        got = by_key[full] = {}
+    return got
+
+
 class SharedGroup:
     """The fast path of `Candidates` (fastpath.shared_groups): one group of identical tasks for the whole action.
 
@@ -355,7 +389,7 @@ class SharedGroup:
     (`state_scores`), and node state keys per row until the row changes (`Allocator.state_keys`). The best entry is the highest
     score and, among equal scores, the lowest row: the node `Candidates.best` picks."""
 
-    def __init__(self, alloc: "Allocator", task: TaskInfo):
+    def __init__(self, alloc: "Allocator", task: TaskInfo, score_key: tuple | None = None):
         self.alloc = alloc
         ssn = alloc.ssn
         table = ssn.table
@@ -369,7 +403,8 @@ class SharedGroup:
         fit_idle = fit_future & table.fits(self.vec, table.idle)
         self.stamp = [0] * len(fit_future)
         self.heaps: tuple[list, list] = ([], [])  # rows fitting FutureIdle only, rows fitting Idle
-        self.memo: dict[bytes, float] = {}  # node state (Session.node_state) -> score: nodes in equal state
+        # node state (Session.node_state) -> score: nodes in equal state; kept across sessions when it can be
+        self.memo: dict[bytes, float] = kept_scores(ssn, score_key, task) if score_key is not None else {}
         self._summary: tuple[int, str] | None = None
         rows = np.flatnonzero(fit_future)
         self._push(task, rows, fit_idle[rows])
@@ -611,7 +646,7 @@ class Allocator:
                 key = (self.ssn.predicate_key(task) or task.shape, task.resreq, len(task.vec), score_key)
                 group = self.shared.get(key)
                 if group is None or group.generation != self.predicates.generation:
-                    group = self.shared[key] = SharedGroup(self, task)
+                    group = self.shared[key] = SharedGroup(self, task, score_key)
                 # A job some reservation holds against skips the rows held from it (reservation plugin).
                 return _Turn(group) if self.reserved(task) is None else _HeldTurn(group, self)
         return Candidates(self, task)

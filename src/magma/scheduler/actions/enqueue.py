@@ -28,7 +28,7 @@ allocation (then allocate may backfill it); see ReservationPlan.admit_anyway.
 
 from __future__ import annotations
 
-from ..framework import JobInfo, QueueInfo, Session, action
+from ..framework import JobInfo, QueueInfo, Session, action, fastpath
 from ..framework.jobindex import session_jobs
 from .. import reasons
 from .allocate import OrderedHeap, sorted_by_uid
@@ -46,6 +46,9 @@ def enqueue(ssn: Session, arguments: dict) -> None:
 
     work: RunningWork | None = None
     plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
+    jobs = sorted_by_uid(session_jobs(ssn))
+    if fastpath.enqueue_idle and not any(job.is_pending() and job.queue in ssn.queues for job in jobs):
+        return  # no job to consider: the loop below would only order the queues (fastpath.enqueue_idle)
 
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
     seen: set[str] = set()
@@ -59,7 +62,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             if queue is not None:
                 seen.add(name)
                 queues.push(queue)
-    for job in sorted_by_uid(session_jobs(ssn)):
+    for job in jobs:
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue

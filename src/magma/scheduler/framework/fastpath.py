@@ -87,6 +87,51 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   the incremental snapshot keeps its node list until a node changes, and then builds a new one.
 - `queues_kept` (incremental snapshot, cache.py): the sessions' QueueInfo records are kept while no Queue was
   written (the change log names none) and no full build happened; each session gets its own dict of them.
+- `queue_status_kept` (close): a queue whose Queue object (in a cluster that keeps its objects in memory: one with a
+  change log) already holds the status close computed for it is not written again: the write would set the same
+  values (as close already does for PodGroup statuses).
+- `allocate_scores_kept` (allocate, with shared_groups): a shared group's scores by node state are kept across
+  sessions, per scheduler configuration, NodeTable dimensions, `Session.node_scores_key` and the order in which the
+  task's request names its resources (a score may add per-resource parts in that order): such a score is a
+  function of these and the node's `Session.node_state` alone (the contract of `node_scores_key`, on which the
+  group's memo within an action already rests), and the configuration fixes the score plugins and their weights.
+- `placed_rows_kept` (predicates, nodeorder: plugins/_nodeindex.py): the node index's first question about placed
+  pods that needs no label selector (the terms they carry, NonZeroRequested) is answered by a scan instead of the
+  build of the facts classes. Per node row the scan keeps, across sessions, the uids of its tasks with a pod, those
+  carrying terms (in the node's order) and their NonZeroRequested extras, while the node list is the same (as
+  node_facts_kept) and the node holds the same task objects (a task object's pod, shape and request never change:
+  the snapshot makes a new task for a written pod); a changed row is read again. It counts the pods `_build` counts
+  (a pod on a node, not removed by an event), in `_build`'s order, and the event handlers then move the counts as
+  `_add` and `_remove` would (a task is counted when `_build`'s placed dict would hold it); a later build of the
+  facts classes leaves the carried terms counted so far alone.
+- `water_fill_ints` (proportion's deserved: `_queuetree.water_fill`): the water-filling rounds run on the plain
+  dicts of ints the Resources vectors hold, step by step as the Resources operations do them (the same rule for
+  absent names, zeros dropped, the same floor division by the reduced weight fraction), so every round gives the
+  same amounts without making the intermediate vectors.
+- `enqueue_verdicts_kept` (proportion's JobEnqueueable): the verdict on a job's minResources against its queue
+  chain (the refusing queue's reason and event text, or none) is kept by everything it reads: the minResources and,
+  per queue of the chain, its name, allocated, inqueue, elastic and realCapability. A job waiting for room is
+  refused again with the same figures session after session.
+- `plugin_setup_kept` (overcommit, nodeorder): overcommit's factor and nodeorder's weights read from the plugin's
+  arguments are kept by those arguments, and the over-committed total (total x factor) by the total and the factor:
+  all are pure functions of these, and the plugins are made and opened afresh every session.
+- `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
+  the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
+  adding to a new empty vector does), and copied by their dict (what copy.copy does for them).
+- `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once: the action
+  would only push and pop the queues, asking the queue-order functions, which change nothing (their plugins' lazy
+  figures, drf's queue tree, are made on the first question from the same state instead).
+- `vector_memos` (the share plugins' `_queuetree.no_pods` and `finite`): their answers are kept by the vector given
+  (its amounts, names in their order, which the answer keeps), a function of it alone (a Resources never changes);
+  the same few vectors (minResources, queue bounds, the figures of queue reports) come back at every session.
+- `score_keys_kept` (nodeorder's `score_key`): a task's score key is kept within the session until a placed pod's
+  terms are counted or uncounted (the node index's `carried_version`); the rest of what it reads (weights, the
+  task's terms and request, which nodes have taints it does not tolerate) does not change during a session.
+- `predicates_kept` (predicates): the plugin's per-shape static codes (unschedulable, node selector and required
+  node affinity, taints: from the node facts alone) are kept with the node facts they were made from (kept across
+  sessions by node_facts_kept), per set of enabled predicates; and a task's verdict over all rows, when its
+  `predicate_key` says nothing but those codes decides (no inter-pod terms of its own or of placed pods, no hard
+  spread), is kept with its codes (read-only arrays).
 """
 
 from __future__ import annotations
@@ -115,12 +160,25 @@ incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
 skip_inert_pods = True
+queue_status_kept = True
+allocate_scores_kept = True
+placed_rows_kept = True
+water_fill_ints = True
+enqueue_verdicts_kept = True
+plugin_setup_kept = True
+proportion_open_lean = True
+enqueue_idle = True
+vector_memos = True
+score_keys_kept = True
+predicates_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept", "skip_inert_pods")
+          "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
+          "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
+          "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept")
 
 
 @contextmanager

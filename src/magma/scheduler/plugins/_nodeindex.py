@@ -27,6 +27,7 @@ The same rule gives `requested`, the node's sum of requests as kube-scheduler's 
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -281,6 +282,59 @@ class _NodeFacts:
         self.unschedulable.flags.writeable = False
 
 
+def _carries(task: TaskInfo) -> bool:
+    """Whether a placed task's terms are counted (`NodeIndex._carry`): a shape without affinity carries none."""
+    shape = task.shape
+    return not (len(shape) > 1 and not shape[1])
+
+
+class _RowTasks:
+    """What the index's scan reads from one node's tasks: the uids of those with a pod, those carrying terms (in
+    the node's order) and their NonZeroRequested extras summed. Kept while the node holds the same task objects:
+    a task object's pod, shape and request do not change (the snapshot makes a new task for a written pod)."""
+
+    __slots__ = ("tasks", "uids", "carrying", "nonzero")
+
+    def __init__(self, tasks: tuple):
+        self.tasks = tasks
+        with_pod = [t for t in tasks if t.pod is not None]
+        self.uids = frozenset(t.uid for t in with_pod)
+        self.carrying = [t for t in with_pod if _carries(t)]
+        a = b = 0
+        for t in with_pod:
+            x, y = nonzero_extra(t)
+            a += x
+            b += y
+        self.nonzero = (a, b)
+
+    def holds(self, tasks: tuple) -> bool:
+        return len(self.tasks) == len(tasks) and all(map(operator.is_, self.tasks, tasks))
+
+
+class _PlacedRows:
+    """Per node row, its last `_RowTasks`, kept across sessions (fast path `placed_rows_kept`) while the session's
+    node list is the same list object with the same rows (as `_NodeFacts`). One is kept: the last node list seen."""
+
+    _last: "_PlacedRows | None" = None
+
+    @classmethod
+    def of(cls, nodes: list, table: Any) -> "_PlacedRows":
+        last = cls._last
+        if last is not None and last.nodes is nodes and last.n == len(nodes) and last.row == table.row:
+            return last
+        st = cls._last = cls()
+        st.nodes = nodes
+        st.n = len(nodes)
+        st.row = dict(table.row)
+        st.rows = [None] * len(nodes)
+        return st
+
+    nodes: list
+    n: int
+    row: dict
+    rows: "list[_RowTasks | None]"
+
+
 class NodeIndex:
     @classmethod
     def of(cls, ssn: Session) -> "NodeIndex":
@@ -296,7 +350,7 @@ class NodeIndex:
         self.table = ssn.table
         self.nodes = ssn.node_list
         self.n = len(self.nodes)
-        st = _NodeFacts.of(self.nodes, self.table)
+        st = self.facts = _NodeFacts.of(self.nodes, self.table)
         # What depends on the nodes alone (names, labels, taints) is kept across sessions (`_NodeFacts`).
         self.names = st.names
         self._columns = st.columns
@@ -317,6 +371,13 @@ class NodeIndex:
         self._trackers: dict[Hashable, Tracker] = {}
         self._carried: dict[str, dict[tuple, Carried]] = {"anti": {}, "pref_aff": {}, "pref_anti": {}}
         self._nonzero: np.ndarray | None = None  # (N, 2) extra cpu/memory of NonZeroRequested
+        self.carried_version = 0  # moves whenever a placed pod's terms are counted or uncounted
+        # The scan (fast path placed_rows_kept): the carried terms and NonZeroRequested of the placed pods from
+        # per-row records kept across sessions, without the facts classes (built only if a selector asks).
+        self._scan_rows: list[_RowTasks] | None = None  # the session's record of each row, as scanned
+        self._scan_removed: frozenset[str] = frozenset()  # uids removed before the scan (not counted by it)
+        self._added: set[str] = set()  # uids counted since the scan
+        self._dropped: set[str] = set()  # uids no longer counted since the scan
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     # ------------------------------------------------------------ pod terms
@@ -422,7 +483,9 @@ class NodeIndex:
         return (pod.namespace, tuple(sorted(pod.labels.items())), terminating)
 
     def _build(self) -> None:
-        # The first use in a session: one pass over the pods on nodes (no trackers exist yet).
+        # The first use in a session: one pass over the pods on nodes (no trackers exist yet). After a scan the
+        # carried terms are counted already (and kept current by the event handlers since).
+        scanned = self._scan_rows is not None
         self._placed = placed = {}
         facts = self._facts
         removed = self._removed
@@ -437,7 +500,7 @@ class NodeIndex:
                     fc = facts[fk] = FactClass(fk[0], dict(fk[1]), fk[2])
                 fc.members[t.uid] = row
                 placed[t.uid] = (t, fk)
-                if len(t.shape) < 2 or t.shape[1]:
+                if not scanned and (len(t.shape) < 2 or t.shape[1]):
                     self._carry(t, row, 1)
         for tr in self._trackers.values():  # none in practice: trackers build after this
             tr.counts[:] = 0
@@ -479,6 +542,7 @@ class NodeIndex:
     def _carry(self, task: TaskInfo, row: int, d: int) -> None:
         if len(task.shape) > 1 and not task.shape[1]:
             return  # no affinity at all
+        self.carried_version += 1  # (what `carried` gives may change)
         pt = self.terms(task)
         for kind, items in (("anti", [(0, t) for t in pt.req_anti]), ("pref_aff", pt.pref_aff),
                             ("pref_anti", pt.pref_anti)):
@@ -495,9 +559,61 @@ class NodeIndex:
             self._build()
         return self._placed
 
+    def _scan(self) -> None:
+        """What the first use of `carried` or `nonzero_requested` needs of the placed pods, without `_build`'s facts
+        classes (fast path `placed_rows_kept`): the carried terms, counted in `_build`'s order, and the
+        NonZeroRequested extras, from per-row records kept across sessions and made again for the rows whose node
+        holds other task objects. The pods counted are `_build`'s: those with a pod on a node, not removed."""
+        kept = _PlacedRows.of(self.nodes, self.table)
+        records = kept.rows
+        removed = self._removed
+        rows: list[_RowTasks] = [None] * self.n  # type: ignore[list-item]
+        sums: list[tuple[int, int]] = [(0, 0)] * self.n
+        for nd in self.nodes:
+            i = nd.index
+            tasks = tuple(nd.tasks.values())
+            rec = records[i]
+            if rec is None or not rec.holds(tasks):
+                rec = records[i] = _RowTasks(tasks)
+            rows[i] = rec
+            if removed and not removed.isdisjoint(rec.uids):
+                live = [t for t in tasks if t.pod is not None and t.uid not in removed]
+                for t in live:
+                    if _carries(t):
+                        self._carry(t, i, 1)
+                a = b = 0
+                for t in live:
+                    x, y = nonzero_extra(t)
+                    a += x
+                    b += y
+                sums[i] = (a, b)
+                continue
+            for t in rec.carrying:
+                self._carry(t, i, 1)
+            sums[i] = rec.nonzero
+        self._scan_rows = rows
+        self._scan_removed = frozenset(removed)
+        self._nonzero = np.array(sums, dtype=np.int64).reshape(self.n, 2)
+
+    def _counted(self, uid: str, row: int) -> bool:
+        """After a scan (before a build): is the task counted, as `uid in self._placed` would say?"""
+        if uid in self._added:
+            return True
+        if uid in self._dropped:
+            return False
+        return uid in self._scan_rows[row].uids and uid not in self._scan_removed
+
+    def _ready(self) -> None:
+        """The carried terms and NonZeroRequested current: by the scan with the fast path, else by `_build`."""
+        if self._placed is None and self._scan_rows is None:
+            if fastpath.placed_rows_kept:
+                self._scan()
+            else:
+                self._build()
+
     def carried(self, kind: str) -> list[Carried]:
         """Distinct terms of this kind that some placed pod carries ("anti", "pref_aff", "pref_anti")."""
-        self.placed()
+        self._ready()
         return [c for c in self._carried[kind].values() if c.total > 0]
 
     def pod_counts(self, key: Hashable, match: Callable[[FactClass], bool]) -> np.ndarray:
@@ -540,7 +656,8 @@ class NodeIndex:
         """(N, 2) cpu and memory of kube-scheduler's NonZeroRequested for each node (for `rows` only, when given:
         a placement re-scores one row, which should not cost a pass over every node)."""
         if self._nonzero is None:
-            self.placed()
+            self._ready()
+        if self._nonzero is None:
             nz = np.zeros((self.n, 2), dtype=np.int64)
             for task, _ in self._placed.values():
                 if task.node is not None:
@@ -604,8 +721,16 @@ class NodeIndex:
         else:
             req[row, : len(vec)] += vec
         placed = self._placed
-        if placed is not None and task.pod is not None and uid not in placed:
-            self._add(task, row)
+        if placed is not None:
+            if task.pod is not None and uid not in placed:
+                self._add(task, row)
+        elif self._scan_rows is not None and task.pod is not None and not self._counted(uid, row):
+            self._added.add(uid)  # `_add`'s changes to what the scan counts
+            self._carry(task, row, 1)
+            a, b = nonzero_extra(task)
+            if a or b:
+                self._nonzero[row, 0] += a
+                self._nonzero[row, 1] += b
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         row = self._row_of(task)
@@ -614,5 +739,14 @@ class NodeIndex:
         self._removed.add(task.uid)
         req = self.req()
         req[row, : len(task.vec)] -= task.vec
-        if self._placed is not None and task.uid in self._placed:
-            self._remove(task.uid)
+        if self._placed is not None:
+            if task.uid in self._placed:
+                self._remove(task.uid)
+        elif self._scan_rows is not None and self._counted(task.uid, row):
+            self._added.discard(task.uid)  # `_remove`'s changes to what the scan counts
+            self._dropped.add(task.uid)
+            self._carry(task, row, -1)
+            a, b = nonzero_extra(task)
+            if a or b:
+                self._nonzero[row, 0] -= a
+                self._nonzero[row, 1] -= b

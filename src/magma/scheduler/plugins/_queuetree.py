@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from magma.api.resources import CPU, MEMORY, PODS, Resources, is_bytes, scale
 
-from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus
+from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus, fastpath
 
 S = TaskStatus
 INF = 1 << 62  # "unlimited" in a limit vector
@@ -75,7 +75,31 @@ def typed_argument(plugin: str, arguments: dict, key: str, default: Any = _UNSET
 # ---------------------------------------------------------------- resources
 
 
+# Answers of no_pods and finite by the vector given (fastpath.vector_memos): both are functions of it alone, and asked
+# again and again for the same few vectors (minResources, queue bounds, the reports of queue figures).
+# Keyed by the amounts in their order: equal vectors may list their names in another order, which answers keep.
+_NO_PODS: dict[tuple, Resources] = {}
+_FINITE: dict[tuple, Resources] = {}
+_MEMO_MAX = 4096
+
+
+def _kept(memo: dict[tuple, Resources], res: Resources, fn) -> Resources:
+    if not fastpath.vector_memos or not isinstance(res, Resources):
+        return fn(res)
+    key = tuple(res._v.items())
+    got = memo.get(key)
+    if got is None:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        got = memo[key] = fn(res)
+    return got
+
+
 def no_pods(res: Resources) -> Resources:
+    return _kept(_NO_PODS, res, _no_pods)
+
+
+def _no_pods(res: Resources) -> Resources:
     return Resources({k: v for k, v in res.items() if k != PODS})
 
 
@@ -105,6 +129,10 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
 
 def finite(res: Resources) -> Resources:
     """Drop unlimited dimensions (for reports)."""
+    return _kept(_FINITE, res, _finite)
+
+
+def _finite(res: Resources) -> Resources:
     return Resources({k: v for k, v in res.items() if v < INF // 2})
 
 
@@ -403,6 +431,17 @@ def water_fill(pool: Resources, members: list[QueueAttr], max_rounds: int = 10_0
     queue's floor are scaled down so that the siblings share exactly the pool (50/24.5/24.5); if the floors
     alone exceed the pool, the floors are scaled. Without overshoot the result is Volcano's, unchanged.
     """
+    if fastpath.water_fill_ints:
+        _fill_ints(pool, members, max_rounds)
+    else:
+        _fill(pool, members, max_rounds)
+    _trim(pool, members)
+    for m in members:
+        m.update_share()
+
+
+def _fill(pool: Resources, members: list[QueueAttr], max_rounds: int) -> None:
+    """`water_fill`'s rounds, in Resources arithmetic."""
     remaining = pool
     met: set[int] = set()
     for m in members:
@@ -429,9 +468,71 @@ def water_fill(pool: Resources, members: list[QueueAttr], max_rounds: int = 10_0
         remaining = (remaining + decreased - increased).clamp_min_zero()
         if remaining.is_empty() or remaining == before:
             break
-    _trim(pool, members)
-    for m in members:
-        m.update_share()
+
+
+def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> None:
+    """`_fill` over plain dicts of ints (fastpath.water_fill_ints): each Resources step done on the dicts the vectors
+    hold (non-zero amounts, absent = 0), with the same rules for absent names and the same dropping of zeros, so
+    every round gives the same amounts; only the intermediate Resources objects are not made."""
+    remaining = dict(pool._v)
+    n = len(members)
+    met = [False] * n
+    deserved: list[dict[str, int]] = [{} for _ in range(n)]
+    caps = [m.real_capability._v for m in members]
+    requests = [m.request._v for m in members]
+    floors = [m.floor._v for m in members]
+    weights = [m.weight for m in members]
+    for _ in range(max_rounds):
+        weight = sum(w for w, done in zip(weights, met) if not done)
+        if weight <= 0:
+            break
+        before = remaining
+        increased: dict[str, int] = {}
+        decreased: dict[str, int] = {}
+        for i in range(n):
+            if met[i]:
+                continue
+            old = deserved[i]
+            f = Fraction(weights[i], weight)
+            num, den = f.numerator, f.denominator
+            # old + remaining.scaled(f)
+            d = dict(old)
+            for k, v in remaining.items():
+                part = (v * num) // den
+                if part:
+                    d[k] = d.get(k, 0) + part
+            d = {k: v for k, v in d.items() if v}
+            # .min_with(real_capability, "zero"), then .min_with(request, "zero")
+            for limit in (caps[i], requests[i]):
+                out = {k: (v if v < limit[k] else limit[k]) for k, v in d.items() if k in limit}
+                for k, v in limit.items():
+                    if k not in d and v < 0:
+                        out[k] = v
+                d = {k: v for k, v in out.items() if v}
+            # .max_with(floor)
+            fl = floors[i]
+            d = {k: v for k in set(d) | set(fl) if (v := max(d.get(k, 0), fl.get(k, 0)))}  # (max_with's order)
+            deserved[i] = d
+            # m.request.less_equal(d, "zero") or d == old
+            fits = all(v <= d[k] if k in d else v <= 0 for k, v in requests[i].items())
+            if fits or d == old:
+                met[i] = True
+            for k in d.keys() | old.keys():
+                delta = d.get(k, 0) - old.get(k, 0)
+                if delta > 0:
+                    increased[k] = increased.get(k, 0) + delta
+                elif delta < 0:
+                    decreased[k] = decreased.get(k, 0) - delta
+        left = dict(remaining)
+        for k, v in decreased.items():
+            left[k] = left.get(k, 0) + v
+        for k, v in increased.items():
+            left[k] = left.get(k, 0) - v
+        remaining = {k: v for k, v in left.items() if v > 0}
+        if not remaining or remaining == before:
+            break
+    for m, d in zip(members, deserved):
+        m.deserved = Resources._of(d)
 
 
 def _trim(pool: Resources, members: list[QueueAttr]) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from magma.api.resources import CPU, GPU, MEMORY
 
-from ..framework import Session, TaskInfo, plugin
+from ..framework import Session, TaskInfo, fastpath, plugin
 from . import _selectors as sel
 from ._nodeindex import NodeIndex, PodTerms, nonzero_extra
 
@@ -73,11 +73,35 @@ def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
     return MAX - s if reverse else s
 
 
+def _read_weights(args: dict[str, Any]) -> dict[str, int]:
+    return {k: sel.arg_int(args, k, v) for k, v in WEIGHTS.items()}
+
+
+# The weights by the plugin's arguments (fastpath.plugin_setup_kept): the plugin is made every session with them.
+_WEIGHTS: dict[tuple, dict[str, int]] = {}
+
+
+def weights(args: dict[str, Any]) -> dict[str, int]:
+    """The score weights the arguments give (each plugin its own dict)."""
+    if not fastpath.plugin_setup_kept:
+        return _read_weights(args)
+    try:
+        key = tuple(sorted(args.items()))
+        got = _WEIGHTS.get(key)
+    except TypeError:  # an unhashable or unsortable argument: read them every time
+        return _read_weights(args)
+    if got is None:
+        if len(_WEIGHTS) > 64:
+            _WEIGHTS.clear()
+        got = _WEIGHTS[key] = _read_weights(args)
+    return dict(got)
+
+
 @plugin(NAME)
 class NodeOrder:
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
-        self.weights = {k: sel.arg_int(args, k, v) for k, v in WEIGHTS.items()}
+        self.weights = weights(args)
         self.arguments = args
 
     def on_session_open(self, ssn: Session) -> None:
@@ -87,6 +111,7 @@ class NodeOrder:
         self._intolerable: dict[Any, bool] = {}  # per toleration key: does some node have a taint it scores down?
         self._pref_rows: dict[Any, np.ndarray] = {}
         self._pod_req: dict[str, tuple] = {}
+        self._score_keys: dict[str, tuple[int, tuple | None]] = {}  # task uid -> (carried version, score key)
         ssn.add_fn("node_order_batch", NAME, self.scores)
 
     # ------------------------------------------------------------ the batch score
@@ -115,7 +140,22 @@ class NodeOrder:
         """What the score of `task` on a node depends on besides the node's own state, when nothing else does
         (Session.node_scores_key): None when a normalised score of this task varies with the set of candidate
         nodes (preferred node affinity, PreferNoSchedule taints on some node, preferred inter-pod terms of the
-        pod or of placed pods that match it, soft topology spread)."""
+        pod or of placed pods that match it, soft topology spread).
+
+        With fastpath.score_keys_kept the answer is kept per task until a placed pod's terms are counted or
+        uncounted (`NodeIndex.carried_version`): everything else it reads is fixed for the session (the weights,
+        the task's terms and request, the nodes' taints)."""
+        if not fastpath.score_keys_kept:
+            return self._score_key(task)
+        if self.weights["podaffinity.weight"]:
+            self.index.carried("pref_aff")  # (the placed pods counted: the version below is that of what it gives)
+        version = self.index.carried_version
+        got = self._score_keys.get(task.uid)
+        if got is None or got[0] != version:
+            got = self._score_keys[task.uid] = (version, self._score_key(task))
+        return got[1]
+
+    def _score_key(self, task: TaskInfo) -> tuple | None:
         w = self.weights
         pt = self.index.terms(task)
         if w["nodeaffinity.weight"] and pt.preferred_terms:

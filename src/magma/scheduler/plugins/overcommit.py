@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from magma.api.resources import Resources
 
-from ..framework import PERMIT, REJECT, JobInfo, Session, plugin
+from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
 from ._queuetree import amount, exceeding_on, has_min_resources, job_inqueue, job_min_resources, requested_dims
 from ._queuetree import typed_argument
 
@@ -23,14 +23,51 @@ NAME = "overcommit"
 DEFAULT_FACTOR = 1.2
 
 
+def _read_factor(arguments: dict) -> float:
+    factor = typed_argument(NAME, arguments, "overcommit-factor", DEFAULT_FACTOR)
+    if not isinstance(factor, (int, float)) or factor < 1.0:
+        factor = DEFAULT_FACTOR
+    return factor
+
+
+# The factor by its argument and the overcommitted total by the total and the factor (fastpath.plugin_setup_kept):
+# the plugin is made and opened every session with the same configuration, over a cluster total that seldom changes.
+_FACTORS: dict[object, float] = {}
+_TOTALS: dict[tuple[tuple, float], Resources] = {}
+
+
+def _factor(arguments: dict) -> float:
+    if not fastpath.plugin_setup_kept:
+        return _read_factor(arguments)
+    try:
+        key = tuple(sorted(arguments.items()))  # (every argument: the factor may come under another spelling)
+        got = _FACTORS.get(key)
+    except TypeError:  # an unhashable value: read it every time
+        return _read_factor(arguments)
+    if got is None:
+        if len(_FACTORS) > 64:
+            _FACTORS.clear()
+        got = _FACTORS[key] = _read_factor(arguments)
+    return got
+
+
+def _overcommitted(total: Resources, factor: float) -> Resources:
+    if not fastpath.plugin_setup_kept:
+        return total.scaled(Fraction(str(factor)))
+    key = (tuple(total.items()), factor)  # (names in their order, which the answer keeps)
+    got = _TOTALS.get(key)
+    if got is None:
+        if len(_TOTALS) > 64:
+            _TOTALS.clear()
+        got = _TOTALS[key] = total.scaled(Fraction(str(factor)))
+    return got
+
+
 @plugin(NAME)
 class OvercommitPlugin:
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
-        factor = typed_argument(NAME, self.arguments, "overcommit-factor", DEFAULT_FACTOR)
-        if not isinstance(factor, (int, float)) or factor < 1.0:
-            factor = DEFAULT_FACTOR
-        self.factor = factor
+        self.factor = _factor(self.arguments)
         self.idle = Resources()
         self.inqueue = Resources()
         self.used = Resources()
@@ -40,7 +77,7 @@ class OvercommitPlugin:
         table = ssn.table
         self.used = table.resources(table.used.sum(axis=0)) if len(table) else Resources()
         self.total = ssn.total
-        self.idle = ssn.total.scaled(Fraction(str(self.factor))) - self.used
+        self.idle = _overcommitted(ssn.total, self.factor) - self.used
         inqueue = Resources()
         index = getattr(ssn, "job_index", None)
         if index is not None:

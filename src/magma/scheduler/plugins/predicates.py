@@ -40,7 +40,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..framework import PredicateResult, Session, TaskInfo, plugin
+from ..framework import PredicateResult, Session, TaskInfo, fastpath, plugin
 from . import _selectors as sel
 from ._nodeindex import NodeIndex, PodTerms
 
@@ -61,12 +61,13 @@ FLAGS = ("NodeAffinity", "NodePorts", "TaintToleration", "PodAffinity", "NodeVol
 class _Static:
     """Per node row: index of the first static reason that fails it (-1: passes)."""
 
-    __slots__ = ("codes", "texts", "taint_ok")
+    __slots__ = ("codes", "texts", "taint_ok", "full")
 
     def __init__(self, codes: np.ndarray, texts: list[str], taint_ok: np.ndarray):
         self.codes = codes
         self.texts = texts
         self.taint_ok = taint_ok  # NoSchedule/NoExecute taints all tolerated (spread's nodeTaintsPolicy)
+        self.full: PredicateResult | None = None  # over all rows, when nothing but these codes decides
 
 
 class _Codes:
@@ -98,6 +99,13 @@ class Predicates:
         self.index = NodeIndex.of(ssn)
         self._static = {}
         self._by_shape = {}
+        if fastpath.predicates_kept:
+            # Kept with the node facts they are made from (fast path node_facts_kept keeps those across sessions).
+            store = self.index.facts.__dict__.setdefault(NAME, {})
+            if sum(len(b) for _, b in store.values()) > 4096:
+                store.clear()
+            self._static, self._by_shape = store.setdefault(tuple(self.enabled.items()), ({}, {}))
+        self._rows = np.arange(self.index.n, dtype=np.int64)
         ssn.add_fn("predicate", NAME, self.predicate)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -141,7 +149,7 @@ class Predicates:
         pt = self.index.terms(task)
         if self.enabled["PodTopologySpread"] and pt.spread_hard:
             return None
-        if self.enabled["PodAffinity"] and (pt.has_pod_affinity or (self.index.placed() and self.index.carried("anti"))):
+        if self.enabled["PodAffinity"] and (pt.has_pod_affinity or self.index.carried("anti")):
             return None
         return (NAME, pt.static_key)
 
@@ -149,6 +157,19 @@ class Predicates:
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:
         rows = np.asarray(rows, dtype=np.int64)
         st = self.static(task)
+        if fastpath.predicates_kept and len(rows) == len(self._rows) and np.array_equal(rows, self._rows) \
+                and self.predicate_key(task) is not None:
+            # Over all rows, decided by the static codes alone (no inter-pod terms, no hard spread): kept with them.
+            got = st.full
+            if got is None:
+                got = st.full = self._evaluate(task, st, rows)
+                got.mask.flags.writeable = False
+                for _, failing in got.reasons:
+                    failing.flags.writeable = False
+            return got
+        return self._evaluate(task, st, rows)
+
+    def _evaluate(self, task: TaskInfo, st: _Static, rows: np.ndarray) -> PredicateResult:
         codes = _Codes(st.codes[rows], list(st.texts))
         pt = self.index.terms(task)
         if self.enabled["PodAffinity"]:
@@ -165,7 +186,7 @@ class Predicates:
 
     def _inter_pod_affinity(self, pt: PodTerms, rows: np.ndarray, codes: _Codes) -> None:
         idx = self.index
-        existing = idx.carried("anti") if idx.placed() else []
+        existing = idx.carried("anti")  # (none without placed pods)
         if not pt.has_pod_affinity and not existing:
             return  # fast path: nothing to check
         n = len(rows)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from magma.api.resources import PODS, Resources
+from magma.api.resources import EMPTY, PODS, Resources
 
 from ..framework import ABSTAIN, PERMIT, REJECT, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import (
@@ -151,9 +151,19 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
         attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
         if len(_ATTRS) >= _ATTRS_MAX:
             _ATTRS.clear()
-        _ATTRS[key] = {n: copy.copy(at) for n, at in attrs.items()}  # as built: the session's own change
+        _ATTRS[key] = {n: _copy(at) for n, at in attrs.items()}  # as built: the session's own change
         return attrs
-    return {n: copy.copy(at) for n, at in got.items()}  # every field is an immutable value
+    return {n: _copy(at) for n, at in got.items()}  # every field is an immutable value
+
+
+def _copy(at: QueueAttr) -> QueueAttr:
+    """copy.copy(at); with fastpath.proportion_open_lean by its dict, as copy.copy does for such an object."""
+    if not fastpath.proportion_open_lean:
+        return copy.copy(at)
+    new = object.__new__(QueueAttr)
+    new.__dict__.update(at.__dict__)
+    return new
+
 
 
 def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
@@ -173,11 +183,20 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
             taking_part.add(q)
             taking_part.update(tree.ancestors(q))
 
+    lean = fastpath.proportion_open_lean
     attrs: dict[str, QueueAttr] = {}
     for n in order:
         if n not in taking_part:
             continue
         q = info[n]
+        if lean:  # the shared empty vector for the figures filled in below (Resources never change)
+            attrs[n] = QueueAttr(
+                name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
+                guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n], real_capability=EMPTY,
+                deserved=EMPTY, allocated=EMPTY, request=EMPTY, inqueue=EMPTY, elastic=EMPTY, floor=EMPTY,
+                has_jobs=n in jobs_by_queue,
+            )
+            continue
         attrs[n] = QueueAttr(
             name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
             guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n],
@@ -433,16 +452,22 @@ class ProportionPlugin:
         if not has_min_resources(job):
             return PERMIT
         need = job_min_resources(job)
-        dims = requested_dims(need)
-        for at in self.chain(queue.name):
-            future = need + at.allocated + at.inqueue - at.elastic
-            bad = exceeding_on(future, at.real_capability, dims)
-            if bad:
-                job.reason = quota_reason(at, need, bad)
-                ssn.record_event("Normal", "Unschedulable", "PodGroup", job.key,
-                                 "queue resource quota insufficient: "
-                                 + ", ".join(f"insufficient {r}" for r in bad) + f" ({job.reason})")
-                return REJECT
+        chain = self.chain(queue.name)
+        if fastpath.enqueue_verdicts_kept:
+            # (need's names in their order: the reason lists the resources in that order)
+            key = (tuple(need.items()),
+                   tuple((at.name, at.allocated, at.inqueue, at.elastic, at.real_capability) for at in chain))
+            verdict = _VERDICTS.get(key)
+            if verdict is None:
+                if len(_VERDICTS) >= _VERDICTS_MAX:
+                    _VERDICTS.clear()
+                verdict = _VERDICTS[key] = quota_verdict(chain, need)
+        else:
+            verdict = quota_verdict(chain, need)
+        if verdict:
+            job.reason, event = verdict
+            ssn.record_event("Normal", "Unschedulable", "PodGroup", job.key, event)
+            return REJECT
         return PERMIT
 
     def job_enqueued(self, job: JobInfo) -> None:
@@ -471,6 +496,26 @@ class ProportionPlugin:
         if not isinstance(shares, dict):
             shares = ssn.queue_shares = {}
         shares.update(self.report())
+
+
+# Enqueue verdicts by everything they read (fastpath.enqueue_verdicts_kept): the job's minResources and, per queue of
+# its chain, the name and the four figures compared. A job waiting for room is refused again session after session.
+_VERDICTS: dict[tuple, tuple[str, str] | tuple[()]] = {}
+_VERDICTS_MAX = 4096
+
+
+def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | tuple[()]:
+    """The first queue of `chain` (nearest first) whose realCapability `need` would exceed next to its allocation
+    and reservations: (the job's reason, the event's message); () when none."""
+    dims = requested_dims(need)
+    for at in chain:
+        future = need + at.allocated + at.inqueue - at.elastic
+        bad = exceeding_on(future, at.real_capability, dims)
+        if bad:
+            reason = quota_reason(at, need, bad)
+            return reason, ("queue resource quota insufficient: " + ", ".join(f"insufficient {r}" for r in bad)
+                            + f" ({reason})")
+    return ()
 
 
 def quota_reason(at: QueueAttr, need: Resources, bad: list[str]) -> str:
