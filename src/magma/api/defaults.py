@@ -111,6 +111,27 @@ def default_job(job: Job, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Job:
     return new
 
 
+
+def job_defaults_missing(job: Job) -> bool:
+    """True when `default_job` would set something on this job; False means `default_job(job)` has the same spec
+    (every default it fills in is already there), so a caller can skip the copy. Mirrors default_job's tests."""
+    spec = job.spec
+    if not spec.queue or not spec.scheduler_name or not spec.max_retry or not spec.min_available:
+        return True
+    for task in spec.tasks:
+        if not task.name or task.min_available is None or not task.max_retry:
+            return True
+        extra = task.template.spec.model_extra if task.template.spec.model_extra is not None else {}
+        if extra.get("hostNetwork") is True and not extra.get("dnsPolicy"):
+            return True
+    plugins = spec.plugins
+    if plugins:
+        if any(name in plugins for name in PLUGINS_NEEDING_SVC) and "svc" not in plugins:
+            return True
+        if "mpi" in plugins and "ssh" not in plugins:
+            return True
+    return False
+
 def default_queue(queue: Queue) -> Queue:
     """The queue as Volcano's mutating webhook and queue controller leave it."""
     new = _copy(queue)

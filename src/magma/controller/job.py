@@ -99,7 +99,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from magma.api.defaults import DEFAULT_MAX_RETRY, SYSTEM_PRIORITY_CLASSES, default_job, default_priority_class
+from magma.api.copying import deep_copy
+from magma.api.defaults import (
+    DEFAULT_MAX_RETRY,
+    SYSTEM_PRIORITY_CLASSES,
+    default_job,
+    default_priority_class,
+    job_defaults_missing,
+)
 from magma.api.objects import (
     GROUP_NAME_ANNOTATION,
     JOB_NAME_ANNOTATION,
@@ -815,10 +822,11 @@ class JobController:
             job.metadata.creation_timestamp = now
             dirty = True
         if self._defaulted.get(job.key) != id(job.spec):
-            new = default_job(job)
-            if new.spec.model_dump() != job.spec.model_dump():
-                job.spec = new.spec
-                dirty = True
+            if not (fastpath.job_defaults_check and not job_defaults_missing(job)):
+                new = default_job(job)
+                if new.spec.model_dump() != job.spec.model_dump():
+                    job.spec = new.spec
+                    dirty = True
             self._defaulted[job.key] = id(job.spec)
         if dirty:
             self._write(job)
@@ -1573,7 +1581,7 @@ class JobController:
         tname = ts.name or DEFAULT_TASK_SPEC
         name = f"{job.name}-{tname}-{index}"
         tmpl = ts.template
-        spec = tmpl.spec.model_copy(deep=True)
+        spec = deep_copy(tmpl.spec) if fastpath.fast_template_copy else tmpl.spec.model_copy(deep=True)
         labels = dict(tmpl.metadata.labels)
         annotations = dict(tmpl.metadata.annotations)
         if not spec.scheduler_name:

@@ -83,6 +83,14 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   the incremental snapshot keeps its node list until a node changes, and then builds a new one.
 - `queues_kept` (incremental snapshot, cache.py): the sessions' QueueInfo records are kept while no Queue was
   written (the change log names none) and no full build happened; each session gets its own dict of them.
+- `fast_template_copy` (controller): a new pod's spec is copied from its task template with `api.copying.deep_copy`
+  instead of pydantic's `model_copy(deep=True)`: the same copy (models, dicts and lists copied field by field,
+  values reached twice shared as in the original, anything else through `copy.deepcopy`), except that quantities,
+  which are never changed, are shared with the template.
+- `job_defaults_check` (controller): a Job seen for the first time is given Volcano's mutating defaults only when
+  `api.defaults.job_defaults_missing` finds one missing; when it finds none, `default_job` would set nothing and
+  return an equal spec, so the copy and the comparison of the two specs are skipped (Jobs from a scenario
+  arrive defaulted).
 """
 
 from __future__ import annotations
@@ -110,12 +118,15 @@ skip_quiet_sessions = True
 incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
+fast_template_copy = True
+job_defaults_check = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept")
+          "node_facts_kept", "queues_kept", "fast_template_copy",
+          "job_defaults_check")
 
 
 @contextmanager
