@@ -91,6 +91,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   `api.defaults.job_defaults_missing` finds one missing; when it finds none, `default_job` would set nothing and
   return an equal spec, so the copy and the comparison of the two specs are skipped (Jobs from a scenario
   arrive defaulted).
+- `queue_counts_settle` (controller, with event_driven_controller): the queue controller's shortcut for a sync
+  after which nothing it reads changed is taken after a sync that wrote only PodGroup counts, not only after one
+  that wrote nothing: such a sync changed no state, so each queue's state logic ran on the states that hold
+  after it, and its counts now match what it wrote; run again, it would write nothing.
 """
 
 from __future__ import annotations
@@ -120,13 +124,14 @@ node_facts_kept = True
 queues_kept = True
 fast_template_copy = True
 job_defaults_check = True
+queue_counts_settle = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept", "fast_template_copy",
-          "job_defaults_check")
+          "job_defaults_check", "queue_counts_settle")
 
 
 @contextmanager
