@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Iterable, Mapping, TypeVar
 
+from .copying import deep_copy
 from .objects import Job, Object, PodGroup, PriorityClass, Queue, Source
 
 DEFAULT_QUEUE = "default"
@@ -46,12 +47,13 @@ T = TypeVar("T", bound=Object)
 
 
 def _copy(obj: T) -> T:
-    """A deep copy that shares the original's Source (file and field lines, which are never changed)."""
+    """A deep copy that shares the original's Source (file and field lines, which are never changed) and its
+    quantities (never changed either: see api.copying)."""
     new = obj.model_copy()  # shallow: fields, fields-set and private attributes copied one level
     for name, value in list(new.__dict__.items()):
-        new.__dict__[name] = copy.deepcopy(value)
+        new.__dict__[name] = deep_copy(value)
     if new.__pydantic_extra__:
-        new.__pydantic_extra__ = copy.deepcopy(new.__pydantic_extra__)
+        new.__pydantic_extra__ = deep_copy(new.__pydantic_extra__)
     new.with_source(obj.source)
     return new
 
