@@ -44,9 +44,10 @@ def _read(q: Queue | None) -> tuple | None:
         return None
     s = q.status
     # the counts are extra fields: a Queue applied again without a status has none until the next sync
-    extra = _extra(s)
-    counts = tuple(extra.get(k) for k in ("pending", "inqueue", "running", "unknown", "completed"))
-    return (id(q), s.state, q.parent_name, counts, q.metadata.annotations.get(CLOSED_BY_PARENT))
+    get = _extra(s).get
+    counts = (get("pending"), get("inqueue"), get("running"), get("unknown"), get("completed"))
+    # (the same object, so the same name: its spec's parent stands for `parent_name`)
+    return (id(q), s.state, q.spec.parent, counts, q.metadata.annotations.get(CLOSED_BY_PARENT))
 
 
 def _extra(status) -> dict:
@@ -201,8 +202,8 @@ class QueueController:
                 self._annotate(queue, "true")
                 self._close(state, queue)
         status = {field: counts.get(phase, 0) for phase, field in COUNTED}
-        extra = _extra(queue.status)
-        if any(extra.get(k) != v for k, v in status.items()):
+        get = _extra(queue.status).get
+        if any(get(k) != v for k, v in status.items()):
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
 
