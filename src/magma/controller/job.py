@@ -503,6 +503,8 @@ class _JobIndex:
 
     def refresh(self) -> None:
         """Take in the writes made since the last refresh."""
+        if self.cluster.version == self.version:  # type: ignore[attr-defined]
+            return  # nothing written since
         changes = self.cluster.changes_since(self.version)  # type: ignore[attr-defined]
         if changes is None:
             self._rebuild()
@@ -642,6 +644,7 @@ class JobController:
         self._index: _JobIndex | None = None
         self._ttl_due: dict[str, float] = {}  # finished job key -> when its ttl runs out
         self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
+        self._logged = _has_change_log(cluster)  # the cluster keeps a change log (its methods never go away)
 
     # ================================================================ public
     def sync(self) -> bool:
@@ -714,7 +717,7 @@ class JobController:
 
     # ================================================================ which jobs to sync
     def _job_index(self) -> "_JobIndex | None":
-        if not (fastpath.event_driven_controller and _has_change_log(self.cluster)):
+        if not (fastpath.event_driven_controller and self._logged):
             self._index = None
             return None
         if self._index is None:
