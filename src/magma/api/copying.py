@@ -56,15 +56,24 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
     return copy.deepcopy(value, memo)
 
 
+def _copy_fields(fields: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:
+    """A model's field dict (its own, referenced from nowhere else): atomic values taken over in one go."""
+    out = fields.copy()
+    for k, v in fields.items():
+        if type(v) not in _ATOMIC:
+            out[k] = _copy(v, memo)
+    return out
+
+
 def _copy_model(model: BaseModel, memo: dict[int, Any]) -> BaseModel:
     """pydantic's BaseModel.__deepcopy__, with the parts copied by `_copy`."""
     cls = type(model)
     new = cls.__new__(cls)
     memo[id(model)] = new
     setattr_ = object.__setattr__
-    setattr_(new, "__dict__", _copy(model.__dict__, memo))
+    setattr_(new, "__dict__", _copy_fields(model.__dict__, memo))
     extra = model.__pydantic_extra__
-    setattr_(new, "__pydantic_extra__", None if extra is None else _copy(extra, memo))
+    setattr_(new, "__pydantic_extra__", None if extra is None else _copy_fields(extra, memo))
     setattr_(new, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
     private = getattr(model, "__pydantic_private__", None)
     if private is None:
