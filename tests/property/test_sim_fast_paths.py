@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from magma.api.defaults import default_job
 from magma.api.objects import Command, Job
 from magma.scheduler.framework import fastpath
 from magma.sim.result import build_result
@@ -77,6 +78,8 @@ def scenario(seed: int, n_nodes: int, n_pgs: int, n_jobs: int) -> Scenario:
     for j in range(n_jobs):
         t = 0.0 if rng.random() < 0.3 else float(rng.randint(1, 200))
         job = volcano_job(j, rng, queues, t)
+        if rng.random() < 0.5:
+            job = default_job(job)  # as a scenario's loader leaves it (the controller then finds no default missing)
         sc.durations[("Job", job.key)] = float(rng.choice([20, 60, 200]))
         if t > 0:
             sc.arrivals.append(Timed(t, job))
