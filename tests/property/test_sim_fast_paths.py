@@ -3,10 +3,11 @@
 Random small clusters with Volcano Jobs (through the job controller: PodGroups, pods, policies, restarts, commands,
 ttl deletions) beside bare PodGroups and pods run through the simulator twice: with every fast path off
 (`fastpath.disabled()`: the controller syncs every job at every step, the recorder scans every pod, every session
-runs) and with them on (`event_driven_controller`, `incremental_recorder`, `skip_quiet_sessions`, and the
-scheduler's). The result JSON (but the count and latency of sessions), every sample of the time series, the pod
-runs, owners, job starts and ends, binds, evictions and events must be the same; the sessions that bound or
-evicted must be the same; and the fast run may only leave out sessions of the slow run.
+runs) and with them on (`event_driven_controller`, `incremental_recorder`, `skip_quiet_sessions`, the controller's
+`fast_template_copy` and `job_defaults_check`, and the scheduler's). The result JSON (but the count and latency of
+sessions), every sample of the time series, the pod runs, owners, job starts and ends, binds, evictions, events and
+the pods, PodGroups and Jobs left in the cluster must be the same; the sessions that bound or evicted must be the
+same; and the fast run may only leave out sessions of the slow run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from magma.api.defaults import default_job
 from magma.api.objects import Command, Job
 from magma.scheduler.framework import fastpath
 from magma.sim.result import build_result
@@ -78,6 +80,8 @@ def scenario(seed: int, n_nodes: int, n_pgs: int, n_jobs: int) -> Scenario:
     for j in range(n_jobs):
         t = 0.0 if rng.random() < 0.3 else float(rng.randint(1, 200))
         job = volcano_job(j, rng, queues, t)
+        if rng.random() < 0.5:
+            job = default_job(job)  # as a scenario's loader leaves it (the controller then finds no default missing)
         sc.durations[("Job", job.key)] = float(rng.choice([20, 60, 200]))
         if t > 0:
             sc.arrivals.append(Timed(t, job))
@@ -98,6 +102,14 @@ def scenario(seed: int, n_nodes: int, n_pgs: int, n_jobs: int) -> Scenario:
     return sc
 
 
+def _dump(obj) -> dict:
+    """The object's fields, but the PodGroup conditions' transitionID (random: a new one at every write)."""
+    out = obj.model_dump()
+    for c in (out.get("status") or {}).get("conditions") or []:
+        c.pop("transition_id", None)
+    return out
+
+
 def run(seed: int, n_nodes: int, n_pgs: int, n_jobs: int, fast: bool) -> tuple:
     sim = Simulation(scenario(seed, n_nodes, n_pgs, n_jobs), period=1.0, until=900)
     with contextlib.nullcontext() if fast else fastpath.disabled():
@@ -111,8 +123,11 @@ def run(seed: int, n_nodes: int, n_pgs: int, n_jobs: int, fast: bool) -> tuple:
     recorded = (list(trace.pod_runs.items()), list(trace.job_of_pod.items()), list(trace.job_start.items()),
                 list(trace.job_end.items()), trace.evicted_pods, trace.reservations, trace.backfilled,
                 trace.stop_reason, trace.end_time)
+    state = sim.cluster.state()
+    # the objects the controller made and wrote (pods from templates, PodGroups, Job statuses), as they end
+    objects = [(key, _dump(obj)) for objs in (state.pods, state.podgroups, state.jobs) for key, obj in objs.items()]
     same = (json.dumps(result, sort_keys=True, default=str), acting, samples, events, recorded,
-            sim.cluster.bindings, sim.cluster.evictions)
+            sim.cluster.bindings, sim.cluster.evictions, objects)
     return same, {s.time for s in trace.sessions}, trace.skipped_sessions
 
 

@@ -180,3 +180,41 @@ def test_priority_of():
     assert priority_of(None, []) == 0
     assert priority_of("system-node-critical", []) == 2000001000
     assert default_priority_class({pc.name: pc for pc in pcs}).name == "base"
+
+
+def test_job_defaults_missing_is_false_only_when_default_job_changes_nothing():
+    from magma.api.defaults import job_defaults_missing
+
+    bare = one(BARE_JOB, Job)
+    assert job_defaults_missing(bare)
+    done = default_job(bare)
+    assert not job_defaults_missing(done)
+    assert default_job(done).spec.model_dump() == done.spec.model_dump()
+    # each missing default alone is noticed
+    for change in (lambda s: setattr(s, "queue", ""), lambda s: setattr(s, "scheduler_name", None),
+                   lambda s: setattr(s, "max_retry", 0), lambda s: setattr(s, "min_available", None),
+                   lambda s: setattr(s.tasks[1], "name", ""), lambda s: setattr(s.tasks[0], "min_available", None),
+                   lambda s: setattr(s.tasks[0], "max_retry", None),
+                   lambda s: setattr(s.tasks[0].template.spec, "hostNetwork", True),
+                   lambda s: setattr(s, "plugins", {"mpi": [], "svc": []}),
+                   lambda s: setattr(s, "plugins", {"pytorch": []})):
+        job = default_job(done)
+        change(job.spec)
+        assert job_defaults_missing(job)
+        assert default_job(job).spec.model_dump() != job.spec.model_dump()
+    job = default_job(done)
+    job.spec.plugins = {"mpi": [], "svc": [], "ssh": []}
+    job.spec.tasks[0].template.spec.hostNetwork = True
+    job.spec.tasks[0].template.spec.dnsPolicy = "Default"
+    assert not job_defaults_missing(job)
+    assert default_job(job).spec.model_dump() == job.spec.model_dump()
+
+
+def test_job_defaults_missing_agrees_with_default_job_on_every_example():
+    from magma.api.defaults import job_defaults_missing
+
+    jobs = [o for o in load_paths([SEED.parents[2] / "examples", SEED.parent]).objects if isinstance(o, Job)]
+    assert len(jobs) > 20
+    for job in jobs + [default_job(j) for j in jobs]:
+        if not job_defaults_missing(job):
+            assert default_job(job).spec.model_dump() == job.spec.model_dump()

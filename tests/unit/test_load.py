@@ -155,3 +155,60 @@ items:
 def test_folder_without_yaml_and_missing_path(tmp_path):
     r = load_paths([tmp_path, tmp_path / "nope.yaml"])
     assert len(r.unreadable) == 2
+
+
+# ---------------------------------------------------------------- libyaml and the pure-Python parser agree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _both(text: str):
+    """load_text's result with libyaml and with the pure-Python parser, as comparable values."""
+    import magma.api.load as load
+
+    out = []
+    before = load.use_libyaml
+    try:
+        for flag in (True, False):
+            load.use_libyaml = flag
+            r = load.load_text(text, "t.yaml")
+            out.append(([(type(o).__name__, o.model_dump(), o.dump(), o.source.model_dump()) for o in r.objects],
+                        r.skipped, r.problems, r.unreadable))
+    finally:
+        load.use_libyaml = before
+    return out
+
+
+def test_libyaml_is_used_when_pyyaml_has_it():
+    import magma.api.load as load
+
+    assert load.use_libyaml == bool(getattr(yaml, "__with_libyaml__", False))
+
+
+def test_libyaml_loads_every_manifest_of_the_repository_as_the_pure_parser_does():
+    files = sorted(p for p in ROOT.rglob("*.y*ml") if ".venv" not in p.parts and p.suffix in (".yaml", ".yml"))
+    assert len(files) > 10
+    for f in files:
+        fast, slow = _both(f.read_text())
+        assert fast == slow, f
+
+
+def test_libyaml_and_the_pure_parser_agree_on_damaged_text():
+    """Manifests with a few random edits (YAML's indicators, breaks, odd characters) load the same with both
+    parsers: the same objects, problems, and reports of text that is not YAML."""
+    import random
+
+    texts = [f.read_text() for f in sorted(SEED.rglob("*.yaml"))]
+    rng = random.Random(5)
+    pieces = [":", " ", "  ", "\t", "-", "\n", "'", '"', "#", "{", "}", "[", "]", ",", "&a", "*a", "|", ">", "? ",
+              "!!str ", "%", "\x00", "\x85", "\u2028", "\ufeff", "é", "---\n", "...\n", "\r\n", "<<: ", "\r", "\\",
+              "@", "`", "!", "&", "*", "?", "- ", ": ", "\x7f", "|-", ">+", "|2", "!tag ", "%YAML 1.1\n", "\\x41",
+              '"\\', "'' ", "~", "null", "0x1F", "1e3", "yes", "=", "<<", "    ", "\n  ", "\n- ", ": |\n  x\n", "\n\n"]
+    for _ in range(600):
+        text = rng.choice(texts)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(text) + 1)
+            j = min(len(text), i + rng.choice([0, 0, 1, 3, 10]))
+            text = text[:i] + rng.choice(pieces) + text[j:]
+        fast, slow = _both(text)
+        assert fast == slow, text

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Iterable, Mapping, TypeVar
 
+from .copying import deep_copy
 from .objects import Job, Object, PodGroup, PriorityClass, Queue, Source
 
 DEFAULT_QUEUE = "default"
@@ -46,12 +47,13 @@ T = TypeVar("T", bound=Object)
 
 
 def _copy(obj: T) -> T:
-    """A deep copy that shares the original's Source (file and field lines, which are never changed)."""
+    """A deep copy that shares the original's Source (file and field lines, which are never changed) and its
+    quantities (never changed either: see api.copying)."""
     new = obj.model_copy()  # shallow: fields, fields-set and private attributes copied one level
     for name, value in list(new.__dict__.items()):
-        new.__dict__[name] = copy.deepcopy(value)
+        new.__dict__[name] = deep_copy(value)
     if new.__pydantic_extra__:
-        new.__pydantic_extra__ = copy.deepcopy(new.__pydantic_extra__)
+        new.__pydantic_extra__ = deep_copy(new.__pydantic_extra__)
     new.with_source(obj.source)
     return new
 
@@ -110,6 +112,27 @@ def default_job(job: Job, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Job:
             spec.plugins = plugins
     return new
 
+
+
+def job_defaults_missing(job: Job) -> bool:
+    """True when `default_job` would set something on this job; False means `default_job(job)` has the same spec
+    (every default it fills in is already there), so a caller can skip the copy. Mirrors default_job's tests."""
+    spec = job.spec
+    if not spec.queue or not spec.scheduler_name or not spec.max_retry or not spec.min_available:
+        return True
+    for task in spec.tasks:
+        if not task.name or task.min_available is None or not task.max_retry:
+            return True
+        extra = task.template.spec.model_extra if task.template.spec.model_extra is not None else {}
+        if extra.get("hostNetwork") is True and not extra.get("dnsPolicy"):
+            return True
+    plugins = spec.plugins
+    if plugins:
+        if any(name in plugins for name in PLUGINS_NEEDING_SVC) and "svc" not in plugins:
+            return True
+        if "mpi" in plugins and "ssh" not in plugins:
+            return True
+    return False
 
 def default_queue(queue: Queue) -> Queue:
     """The queue as Volcano's mutating webhook and queue controller leave it."""

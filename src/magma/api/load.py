@@ -8,6 +8,7 @@ be read at all (missing, unreadable, not UTF-8, not YAML) is `unreadable`, which
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -80,13 +81,36 @@ def load_paths(paths: Iterable[str | Path]) -> LoadResult:
     return result
 
 
+#: Parse with libyaml (PyYAML's C parser, `yaml.CSafeLoader`) when PyYAML was built with it: the same events,
+#: nodes and line marks as the pure-Python parser, several times faster, and the values are built by the same
+#: Python constructor and resolver. Text that libyaml refuses, or that holds characters the pure-Python reader
+#: refuses, is read by the pure-Python parser from the start, so that bad YAML is reported as before.
+#: tests/unit/test_load.py compares the two on every manifest of the repository and on random text.
+use_libyaml = bool(getattr(yaml, "__with_libyaml__", False))
+#: Where libyaml reads text otherwise than the pure-Python parser (found by comparing them on damaged manifests):
+#: tabs (before a token), `?` (a complex key in a flow mapping), a byte order mark after the start and a comment
+#: right after a block scalar's `|` or `>` are refused by the pure-Python parser only; an empty value tagged `!`
+#: is null there, "" in libyaml. Texts holding any of these characters are read by the pure-Python parser.
+_LIBYAML_DIFFERS = re.compile(r"[\t?!\ufeff]|[|>][-+0-9]*#")
+
+
 def load_text(text: str, file: str = "<text>") -> LoadResult:
     """Load every document of one YAML text."""
+    if use_libyaml and not _LIBYAML_DIFFERS.search(text) and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+        try:
+            return _load_text(text, file, yaml.CSafeLoader, strict=True)
+        except yaml.YAMLError:
+            pass  # reported by the pure-Python parser, as always
+    return _load_text(text, file, yaml.SafeLoader, strict=False)
+
+
+def _load_text(text: str, file: str, loader_class: type, strict: bool) -> LoadResult:
+    """Load with this loader; `strict`: let a YAML error out instead of reporting it."""
     result = LoadResult()
     index = 0
     loader = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = loader_class(text)
         while loader.check_node():
             node = loader.get_node()
             index += 1
@@ -100,6 +124,8 @@ def load_text(text: str, file: str = "<text>") -> LoadResult:
             line = node.start_mark.line + 1
             _load_document(data, Source(file=file, line=line, document=index, lines=lines), result)
     except yaml.YAMLError as e:
+        if strict:
+            raise
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f"{file}:{mark.line + 1}" if mark else file
         problem = getattr(e, "problem", None) or str(e)

@@ -82,10 +82,12 @@ class MemoryCluster:
     _TYPED = {Node: "nodes", Pod: "pods", PodGroup: "podgroups", Queue: "queues", PriorityClass: "priority_classes",
               Job: "jobs", Command: "commands"}
 
+    _ATTR_OF_KIND = {cls.KIND: attr for cls, attr in _TYPED.items()}
+
     def _bucket(self, kind: str) -> dict[str, Object]:
-        for cls, attr in self._TYPED.items():
-            if cls.KIND == kind:
-                return getattr(self._state, attr)
+        attr = self._ATTR_OF_KIND.get(kind)
+        if attr is not None:
+            return getattr(self._state, attr)
         return self._state.others.setdefault(kind, {})
 
     def add(self, obj: Object) -> None:

@@ -99,7 +99,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from magma.api.defaults import DEFAULT_MAX_RETRY, SYSTEM_PRIORITY_CLASSES, default_job, default_priority_class
+from magma.api.copying import deep_copy
+from magma.api.defaults import (
+    DEFAULT_MAX_RETRY,
+    SYSTEM_PRIORITY_CLASSES,
+    default_job,
+    default_priority_class,
+    job_defaults_missing,
+)
 from magma.api.objects import (
     GROUP_NAME_ANNOTATION,
     JOB_NAME_ANNOTATION,
@@ -496,6 +503,8 @@ class _JobIndex:
 
     def refresh(self) -> None:
         """Take in the writes made since the last refresh."""
+        if self.cluster.version == self.version:  # type: ignore[attr-defined]
+            return  # nothing written since
         changes = self.cluster.changes_since(self.version)  # type: ignore[attr-defined]
         if changes is None:
             self._rebuild()
@@ -635,6 +644,7 @@ class JobController:
         self._index: _JobIndex | None = None
         self._ttl_due: dict[str, float] = {}  # finished job key -> when its ttl runs out
         self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
+        self._logged = _has_change_log(cluster)  # the cluster keeps a change log (its methods never go away)
 
     # ================================================================ public
     def sync(self) -> bool:
@@ -707,7 +717,7 @@ class JobController:
 
     # ================================================================ which jobs to sync
     def _job_index(self) -> "_JobIndex | None":
-        if not (fastpath.event_driven_controller and _has_change_log(self.cluster)):
+        if not (fastpath.event_driven_controller and self._logged):
             self._index = None
             return None
         if self._index is None:
@@ -815,10 +825,11 @@ class JobController:
             job.metadata.creation_timestamp = now
             dirty = True
         if self._defaulted.get(job.key) != id(job.spec):
-            new = default_job(job)
-            if new.spec.model_dump() != job.spec.model_dump():
-                job.spec = new.spec
-                dirty = True
+            if not (fastpath.job_defaults_check and not job_defaults_missing(job)):
+                new = default_job(job)
+                if new.spec.model_dump() != job.spec.model_dump():
+                    job.spec = new.spec
+                    dirty = True
             self._defaulted[job.key] = id(job.spec)
         if dirty:
             self._write(job)
@@ -1573,7 +1584,7 @@ class JobController:
         tname = ts.name or DEFAULT_TASK_SPEC
         name = f"{job.name}-{tname}-{index}"
         tmpl = ts.template
-        spec = tmpl.spec.model_copy(deep=True)
+        spec = deep_copy(tmpl.spec) if fastpath.fast_template_copy else tmpl.spec.model_copy(deep=True)
         labels = dict(tmpl.metadata.labels)
         annotations = dict(tmpl.metadata.annotations)
         if not spec.scheduler_name:

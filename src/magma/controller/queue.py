@@ -44,8 +44,16 @@ def _read(q: Queue | None) -> tuple | None:
         return None
     s = q.status
     # the counts are extra fields: a Queue applied again without a status has none until the next sync
-    counts = tuple(getattr(s, k, None) for k in ("pending", "inqueue", "running", "unknown", "completed"))
-    return (id(q), s.state, q.parent_name, counts, q.metadata.annotations.get(CLOSED_BY_PARENT))
+    get = _extra(s).get
+    counts = (get("pending"), get("inqueue"), get("running"), get("unknown"), get("completed"))
+    # (the same object, so the same name: its spec's parent stands for `parent_name`)
+    return (id(q), s.state, q.spec.parent, counts, q.metadata.annotations.get(CLOSED_BY_PARENT))
+
+
+def _extra(status) -> dict:
+    """The status fields beyond `state` (the PodGroup counts), read directly: `getattr(status, "pending", None)`
+    looks them up there too, through pydantic's slower `__getattr__`."""
+    return status.__pydantic_extra__ or {}
 
 
 def _time(ts: object) -> float:
@@ -65,17 +73,18 @@ class QueueController:
         self._moved = True  # the last `_kept_counts` saw a PodGroup change queue or phase, or a Queue or Command
         self._queues_written: set[str] = set()  # queues written since the sync before
         self._quiet: dict[str, tuple] | None = None  # after a sync that wrote nothing: what it read of each queue
+        self._acted = False  # this sync wrote something other than PodGroup counts
 
     # ---------------------------------------------------------------- public
     def sync(self) -> bool:
         """Execute queue Commands, then bring every queue's state and counts up to date. True if anything changed."""
-        self._changed = False
+        self._changed = self._acted = False
         state = self.cluster.state()
         counts = self._kept_counts(state)
         if self._version is not None and self._quiet is not None and not self._moved and \
                 all(self._quiet.get(name) == _read(state.queues.get(name)) for name in self._queues_written):
-            # Nothing it reads changed since a sync that wrote nothing (the scheduler's writes of a queue's
-            # allocated resources are not read): it would write nothing again.
+            # Nothing it reads changed since a sync that wrote nothing but counts (the scheduler's writes of a
+            # queue's allocated resources are not read): it would write nothing again.
             return False
         for cmd in self._queue_commands(state):
             self._consume(cmd)
@@ -96,7 +105,9 @@ class QueueController:
             queue = state.queues[name]
             self._sync_queue(state, queue, counts.get(name, {}))
         self._quiet = None
-        if self._version is not None and not self._changed:
+        if self._version is not None and not (self._acted if fastpath.queue_counts_settle else self._changed):
+            # A sync that wrote no state, annotation or command is a fixed point once its count writes are read
+            # back: the states it read are the states after it, and the counts match (fastpath.queue_counts_settle).
             self._quiet = {name: _read(q) for name, q in state.queues.items()}
         return self._changed
 
@@ -109,7 +120,7 @@ class QueueController:
 
     def _consume(self, cmd: Command) -> None:
         self.cluster.delete("Command", cmd.key)
-        self._changed = True
+        self._changed = self._acted = True
 
     # ---------------------------------------------------------------- state machine
     @staticmethod
@@ -124,7 +135,7 @@ class QueueController:
         if self._state(queue) == new and queue.status.state == new:
             return
         self.cluster.update_queue_status(queue.name, {"state": new})
-        self._changed = True
+        self._changed = self._acted = True
         if message:
             self.cluster.record_event(type_, reason, "Queue", queue.name, message)
 
@@ -138,7 +149,7 @@ class QueueController:
             self.cluster.update(queue)
         except ClusterError:
             return
-        self._changed = True
+        self._changed = self._acted = True
 
     def _children(self, state: ClusterState, name: str) -> list[Queue]:
         return [q for q in state.queues.values() if q.name != ROOT and q.parent_name == name]
@@ -191,7 +202,8 @@ class QueueController:
                 self._annotate(queue, "true")
                 self._close(state, queue)
         status = {field: counts.get(phase, 0) for phase, field in COUNTED}
-        if any(getattr(queue.status, k, None) != v for k, v in status.items()):
+        get = _extra(queue.status).get
+        if any(get(k) != v for k, v in status.items()):
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
 

@@ -187,6 +187,8 @@ class _Running:
             self._pod(state, key)
 
     def refresh(self) -> None:
+        if self.cluster.version == self.version:
+            return  # nothing written since
         changes = self.cluster.changes_since(self.version)
         self.version = self.cluster.version
         state = self.cluster.state()

@@ -387,6 +387,7 @@ class _Recorder:
         self.jobs: set[str] = set()  # Job keys present at the last record
         self.podgroups: set[str] = set()
         self.running: dict[str, tuple] = {}  # pod key -> (pod, GPUs) of pods running on a node
+        self.placed: dict[str, tuple[int, str]] = {}  # pod key in running -> (its position, its queue)
         self.groups: dict[str, int] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
         self.group_queue: dict[str, str | None] = {}  # PodGroup key in groups -> its queue when last summed
         self.counted: dict[str, str] = {}  # running pod key -> the owner it counts for
@@ -473,6 +474,8 @@ class _Recorder:
                     if group is not None:
                         self.groups[group] = self.groups.get(group, 0) + 1
                     running_changed = True
+                # its queue, as the sum below reads it (again: a written pod may name another group or queue)
+                self.placed[key] = (position("Pod", key), _queue_of(pod, state))
             else:
                 if runs and runs[-1][1] is None:
                     runs[-1][1] = t
@@ -507,12 +510,17 @@ class _Recorder:
             for key, plan in result.reservations.items():
                 trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
             trace.backfilled.update(ident(key) for key in result.backfilled)
+        if requeue:  # a PodGroup of running pods changed its queue, appeared or went: every queue again
+            self.placed = {key: (position("Pod", key), _queue_of(pod, state))
+                           for key, (pod, _) in self.running.items()}
         if running_changed or requeue:
+            # In the cluster's order, as the full scan sums. A running pod's queue is read again when it is
+            # written or its PodGroup changes queue (above); nothing else changes it.
             by_queue: dict[str, float] = {}
-            for key in sorted(self.running, key=lambda k: position("Pod", k)):
-                pod, gpus = self.running[key]
-                q = _queue_of(pod, state)
-                by_queue[q] = by_queue.get(q, 0.0) + gpus
+            placed, running = self.placed, self.running
+            for _, key in sorted((pq[0], key) for key, pq in placed.items()):
+                q = placed[key][1]
+                by_queue[q] = by_queue.get(q, 0.0) + running[key][1]
             self.by_queue = by_queue
             self.group_queue = {key: _podgroup_queue(state, key) for key in self.groups}
         if nodes:
@@ -524,6 +532,7 @@ class _Recorder:
 
     def _stop(self, key: str) -> None:
         old = self.running.pop(key, None)
+        self.placed.pop(key, None)
         if old is None:
             return
         group = _group_key(old[0])

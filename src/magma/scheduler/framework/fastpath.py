@@ -132,6 +132,18 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   sessions by node_facts_kept), per set of enabled predicates; and a task's verdict over all rows, when its
   `predicate_key` says nothing but those codes decides (no inter-pod terms of its own or of placed pods, no hard
   spread), is kept with its codes (read-only arrays).
+- `fast_template_copy` (controller): a new pod's spec is copied from its task template with `api.copying.deep_copy`
+  instead of pydantic's `model_copy(deep=True)`: the same copy (models, dicts and lists copied field by field,
+  values reached twice shared as in the original, anything else through `copy.deepcopy`), except that quantities,
+  which are never changed, are shared with the template.
+- `job_defaults_check` (controller): a Job seen for the first time is given Volcano's mutating defaults only when
+  `api.defaults.job_defaults_missing` finds one missing; when it finds none, `default_job` would set nothing and
+  return an equal spec, so the copy and the comparison of the two specs are skipped (Jobs from a scenario
+  arrive defaulted).
+- `queue_counts_settle` (controller, with event_driven_controller): the queue controller's shortcut for a sync
+  after which nothing it reads changed is taken after a sync that wrote only PodGroup counts, not only after one
+  that wrote nothing: such a sync changed no state, so each queue's state logic ran on the states that hold
+  after it, and its counts now match what it wrote; run again, it would write nothing.
 """
 
 from __future__ import annotations
@@ -171,6 +183,9 @@ enqueue_idle = True
 vector_memos = True
 score_keys_kept = True
 predicates_kept = True
+fast_template_copy = True
+job_defaults_check = True
+queue_counts_settle = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -178,7 +193,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
-          "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept")
+          "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
+          "fast_template_copy", "job_defaults_check", "queue_counts_settle")
 
 
 @contextmanager
