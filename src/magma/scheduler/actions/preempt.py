@@ -255,6 +255,7 @@ class Evictor:
         self._by_prio: dict[tuple[str, int], np.ndarray] = {}
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
+        self._queue_jobs: dict[str, list[JobInfo]] = {}  # the jobs indexed, per queue (in uid order)
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
@@ -440,6 +441,7 @@ class Evictor:
                 if job.uid in self.unsettled:
                     continue
                 self._indexed.add(job.uid)
+                self._queue_jobs.setdefault(job.queue, []).append(job)
                 idx = self._by_queue.get(job.queue)
                 if idx is None:
                     idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
@@ -651,7 +653,7 @@ class Evictor:
         if scope == "job":
             return None
         if scope == "queue":
-            bound = self._queue_bound(pjob, rows)
+            bound = self._voted_bound(task, pjob, rows) if fastpath.preempt_vote_bound else self._queue_bound(pjob, rows)
             free_ok = shortfall is None or shortfall.is_empty()
         else:
             bound = self._cross_bound(pjob, rows)
@@ -684,6 +686,30 @@ class Evictor:
                     if at < len(rows) and rows[at] == row:
                         total[at] -= t.vec
         return total
+
+    def _voted_bound(self, task: TaskInfo, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+        """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
+        only when the vote gives some of its tasks and it runs more than its minAvailable, or the vote gives every
+        task it runs (`_units`); `Session.victim_job_bound` says when the vote cannot. Summed from the jobs' tasks
+        as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
+        Running pods there."""
+        self._queue_index()
+        ssn = self.ssn
+        nodes = ssn.nodes
+        statuses = self.statuses | WHOLE_STATUSES
+        total: np.ndarray | None = None
+        for job in self._queue_jobs.get(pjob.queue, ()):
+            if job is pjob or job.priority > pjob.priority or job.uid in self.unsettled:
+                continue  # never a candidate of scope "queue" (candidates_on)
+            some, every = ssn.victim_job_bound("preemptable", task, job)
+            if not (every or some and job.ready_count() > job.min_available):
+                continue
+            for t in job.tasks.values():
+                if t.status in statuses and evictable(t) and t.node in nodes:
+                    if total is None:
+                        total = np.zeros_like(ssn.table.idle)
+                    total[nodes[t.node].index] += t.vec
+        return None if total is None else total[rows]
 
     def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
         """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the

@@ -77,6 +77,15 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (gang's readiness after every placement); the figures derived from them are dropped as before.
 - `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
   session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
+- `preempt_vote_bound` (preempt, with preempt_pruning): within the preemptor's queue, the room a node's victims
+  could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
+  run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
+  builds units of voted tasks alone. What the vote may give of a job is bounded tier by tier from the vote
+  functions' own job-level bounds (`Session.victim_job_bound`: a tier gives a task only when each of its
+  non-abstaining functions does): priority gives a job of lower priority than the preemptor's, whole, or none of
+  it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
+  running tasks when the share left after evicting them all is (evicting only lowers a share). A node without
+  room from such jobs gives no plan (preempt_pruning's argument).
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:
@@ -110,12 +119,13 @@ skip_quiet_sessions = True
 incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
+preempt_vote_bound = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept")
+          "node_facts_kept", "queues_kept", "preempt_vote_bound")
 
 
 @contextmanager

@@ -118,6 +118,7 @@ class Session:
         self._fns[point][plugin] = fn
         self._enabled_cache.pop(point, None)
         self._enabled_cache.pop((point, "flat"), None)
+        self._enabled_cache.pop((point, "job_bound"), None)
         if point == "task_order":
             self._enabled_cache.pop("task_order_key", None)
         if point == "job_order":
@@ -346,6 +347,35 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("preemptable", preemptor, candidates)
+
+    def victim_job_bound(self, point: str, actor: TaskInfo, job: JobInfo) -> tuple[bool, bool]:
+        """What the `point` vote ("preemptable", "reclaimable") may give of `job` to `actor`, whatever the candidate
+        list: (may it give some task of the job, may it give every Bound and Running task of the job when they are
+        all offered).
+
+        A vote function says so with an attribute `job_bound(actor, job)` giving that pair for itself, where False
+        promises that the function does not abstain and does not give that; a function without one may give
+        anything. A task is given only by the deciding tier (the first whose non-abstaining functions all give
+        something), and there only when every such function gives it: so only by a tier none of whose bounds
+        refuses it. An upper bound, for pruning (preempt's `_workable`)."""
+        tiers = self._enabled_cache.get((point, "job_bound"))
+        if tiers is None:
+            # per tier with functions (a tier without any never decides), the bounds of those that have one
+            tiers = self._enabled_cache[(point, "job_bound")] = [
+                [b for b in (getattr(fn, "job_bound", None) for _, fn in tier) if b is not None]
+                for tier in self._enabled(point) if tier]
+        some = every = False
+        for bounds in tiers:
+            s = e = True
+            for bound in bounds:
+                bs, be = bound(actor, job)
+                s, e = s and bs, e and be
+                if not (s or e):
+                    break
+            some, every = some or s, every or e
+            if some and every:
+                break
+        return some, every
 
     _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
 

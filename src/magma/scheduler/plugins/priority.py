@@ -58,6 +58,16 @@ def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInf
     return victims
 
 
+def priority_job_bound(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> tuple[bool, bool]:
+    """What `priority_victims` may give of `job` (Session.victim_job_bound): the whole job or none of it, by job
+    priority, unless it is the preemptor's own job (judged task by task)."""
+    pjob = ssn.jobs.get(preemptor.job)
+    if pjob is None or ssn.jobs.get(job.uid) is not job:
+        return False, False
+    ok = job is pjob or job.priority < pjob.priority
+    return ok, ok
+
+
 @plugin(NAME)
 class PriorityPlugin:
     def __init__(self, arguments: dict | None = None):
@@ -66,5 +76,9 @@ class PriorityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn("task_order", NAME, task_order)
         ssn.add_fn("job_order", NAME, job_order)
-        ssn.add_fn("preemptable", NAME, lambda actor, cands: (priority_victims(ssn, actor, cands), False))
+        def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
+            return priority_victims(ssn, actor, cands), False
+
+        vote.job_bound = lambda actor, job: priority_job_bound(ssn, actor, job)  # type: ignore[attr-defined]
+        ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_starving", NAME, starving)
