@@ -117,9 +117,9 @@ ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, 
 
 
 SWITCHES = [("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
-             "scores_across_sessions", "preempt_vote_bound"), ("preempt_pruning",), ("preempt_caches",),
-            ("preempt_active_jobs",), ("drf_vote_bound",), ("preempt_free_room",), ("scores_across_sessions",),
-            ("preempt_vote_bound",)]
+             "scores_across_sessions", "preempt_vote_bound", "preempt_job_quota"), ("preempt_pruning",),
+            ("preempt_caches",), ("preempt_active_jobs",), ("drf_vote_bound",), ("preempt_free_room",), ("scores_across_sessions",),
+            ("preempt_vote_bound",), ("preempt_job_quota",)]
 
 
 def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0],

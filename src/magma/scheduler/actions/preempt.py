@@ -577,6 +577,10 @@ class Evictor:
         if scope == "cross":
             self._entitled = self.entitlement(queue, task)
         free = (fut[rows] >= vec).all(axis=1)
+        if fastpath.preempt_job_quota and scope == "job" and free.any() and not ssn.allocatable(queue, task):
+            # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
+            # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
+            return False
         workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none

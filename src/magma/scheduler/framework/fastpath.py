@@ -86,6 +86,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
   running tasks when the share left after evicting them all is (evicting only lowers a share). A node without
   room from such jobs gives no plan (preempt_pruning's argument).
+- `preempt_job_quota` (preempt's phase 2, scope "job"): when a node passing the predicates has free room for the
+  task, that free room is the first plan found (nodes with room come first in both orders, and free room is a
+  plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
+  holds is up to the queue's Allocatable alone, whatever the node. When Allocatable refuses the task, the task
+  fails before any plan is made or node scored (applying and discarding an empty plan leaves the session and its
+  version as they were).
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:
@@ -120,12 +126,14 @@ incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
 preempt_vote_bound = True
+preempt_job_quota = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept", "preempt_vote_bound")
+          "node_facts_kept", "queues_kept", "preempt_vote_bound",
+          "preempt_job_quota")
 
 
 @contextmanager
