@@ -239,16 +239,15 @@ class Evictor:
         self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
         self.max_nodes = max(int_arg(arguments, "maxCandidateNodesAbsolute", 100) or 1, 1)
         self.figures = reasons.queue_figures(ssn)
-        self.alloc: dict[str, Resources] = {q: Resources() for q in ssn.queues}
-        for job in ssn.jobs.values():
-            if job.queue in self.alloc:
-                self.alloc[job.queue] = self.alloc[job.queue] + job.allocated()
+        # `alloc`, summed when first read with fastpath.preempt_lazy_setup
+        self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
         self.descendants: dict[str, set[str]] = {q: {q} for q in ssn.queues}
         for q in ssn.queues:
             for a in reasons.ancestors(ssn, q):
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
+        self._unindexed: dict[str, list[JobInfo]] = {}  # per queue not indexed yet, its jobs (uid order)
         # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
         # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
         # frees when the action takes Running tasks only (reclaim); the jobs indexed.
@@ -277,6 +276,24 @@ class Evictor:
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
+    @property
+    def alloc(self) -> dict[str, Resources]:
+        """Per queue, its jobs' allocation, kept current as this action evicts and discards. With
+        fastpath.preempt_lazy_setup summed when first read (most actions never read it): the sum is the same then,
+        as the action changes no task's allocated status but by evicting (Bound, Running to Releasing) and
+        discarding those evictions, which `_evict` and `discard` count (pipelining is not an allocated status)."""
+        if self._alloc is None:
+            self._alloc = self._summed_alloc()
+        return self._alloc
+
+    def _summed_alloc(self) -> dict[str, Resources]:
+        ssn = self.ssn
+        alloc = {q: Resources() for q in ssn.queues}
+        for job in ssn.jobs.values():
+            if job.queue in alloc:
+                alloc[job.queue] = alloc[job.queue] + job.allocated()
+        return alloc
+
     def subtree_alloc(self, name: str) -> Resources:
         total = Resources()
         for d in self.descendants.get(name, {name}):
@@ -287,10 +304,11 @@ class Evictor:
         job = self.ssn.jobs[task.job]
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
+        alloc = self.alloc  # (summed before the eviction, when not yet)
         stmt.evict(task, self.reason)
         self.changed(row)
         if counted:
-            self.alloc[job.queue] = self.alloc[job.queue] - task.resreq
+            alloc[job.queue] = alloc[job.queue] - task.resreq
         self._adjust(task, row, -1)
 
     def discard(self, stmt: Statement) -> None:
@@ -300,7 +318,8 @@ class Evictor:
                 task = op.task
                 job = self.ssn.jobs[task.job]
                 if op.previous in ALLOCATED:
-                    self.alloc[job.queue] = self.alloc[job.queue] + task.resreq
+                    alloc = self.alloc
+                    alloc[job.queue] = alloc[job.queue] + task.resreq
                 self._adjust(task, self.ssn.nodes[task.node].index, +1)
             rows.append(op.node.index)
         stmt.discard()
@@ -427,60 +446,77 @@ class Evictor:
             self._by_prio[(job.queue, job.priority)][row] += sign * task.vec
 
     # ------------------------------------------------------------ eligible victims
-    def _queue_index(self) -> dict[str, VictimIndex]:
+    def _queue_index(self, queue: str | None = None) -> dict[str, VictimIndex]:
         """Every task that may ever be a victim in this action (status, preemptable, not critical, on a node of the
-        session, of a job not placed in this session), per queue: built once, kept current by _evict/discard."""
+        session, of a job not placed in this session), per queue: built once, kept current by _evict/discard.
+
+        With `queue`, only that queue's entry is sure to be there (fastpath.preempt_lazy_setup: each queue's is
+        built when first needed). A queue's is built as it would have been at the first place: nothing of the
+        action changes a queue's tasks or its jobs' place in `unsettled` before a place whose victims may come
+        from that queue (scope "queue" and "job": the preemptor's own queue, whose preemptor alone is pipelined
+        or taken out of `unsettled`; scope "cross": all queues) has built it."""
         if self._by_queue is None:
-            ssn = self.ssn
-            nodes = ssn.nodes
             self._by_queue = {}
-            # Rows and requests gathered per index (and job priority), summed with np.add.at (not row by row).
-            gathered: dict[str, tuple[list[int], list[np.ndarray], list[int]]] = {}
-            extras: dict[str, tuple[list[int], list[np.ndarray]]] = {}
-            for job in sorted_by_uid(ssn.jobs.values()):
-                if job.uid in self.unsettled:
-                    continue
-                self._indexed.add(job.uid)
-                self._queue_jobs.setdefault(job.queue, []).append(job)
-                idx = self._by_queue.get(job.queue)
-                if idx is None:
-                    idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
-                    gathered[job.queue] = ([], [], [])
-                rows, vecs, prios = gathered[job.queue]
-                if (job.queue, job.priority) not in self._by_prio:
-                    self._by_prio[(job.queue, job.priority)] = np.zeros_like(ssn.table.idle)
-                for t in job.tasks.values():
-                    if not evictable(t) or t.node not in nodes:
-                        continue
-                    if t.status not in self.statuses:
-                        if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
-                            got = extras.setdefault(job.queue, ([], []))
-                            got[0].append(nodes[t.node].index)
-                            got[1].append(t.vec)
-                        continue
-                    row = nodes[t.node].index
-                    idx.by_row.setdefault(row, []).append(t)
-                    rows.append(row)
-                    vecs.append(t.vec)
-                    prios.append(job.priority)
-            for q, (rows, vecs, prios) in gathered.items():
-                if not rows:
-                    continue
-                at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
-                np.add.at(self._by_queue[q].evictable, at, add)
-                for p in np.unique(prio):
-                    mask = prio == p
-                    np.add.at(self._by_prio[(q, int(p))], at[mask], add[mask])
-            for q, (rows, vecs) in extras.items():
-                extra = self._whole_extra[q] = np.zeros_like(ssn.table.idle)
-                np.add.at(extra, np.array(rows), np.stack(vecs))
+            jobs: dict[str, list[JobInfo]] = {}
+            for job in sorted_by_uid(self.ssn.jobs.values()):
+                jobs.setdefault(job.queue, []).append(job)
+            self._unindexed = jobs
+        if self._unindexed:
+            if queue is None or not fastpath.preempt_lazy_setup:
+                for q in sorted(self._unindexed):
+                    self._index_queue(q, self._unindexed.pop(q))
+            elif queue in self._unindexed:
+                self._index_queue(queue, self._unindexed.pop(queue))
         return self._by_queue
+
+    def _index_queue(self, queue: str, jobs: list[JobInfo]) -> None:
+        """`_queue_index`'s entries for one queue's jobs (in uid order)."""
+        ssn = self.ssn
+        nodes = ssn.nodes
+        # Rows and requests gathered (and job priorities), summed with np.add.at (not row by row).
+        rows: list[int] = []
+        vecs: list[np.ndarray] = []
+        prios: list[int] = []
+        extra_rows: list[int] = []
+        extra_vecs: list[np.ndarray] = []
+        idx: VictimIndex | None = None
+        for job in jobs:
+            if job.uid in self.unsettled:
+                continue
+            self._indexed.add(job.uid)
+            self._queue_jobs.setdefault(queue, []).append(job)
+            if idx is None:
+                idx = self._by_queue[queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+            if (queue, job.priority) not in self._by_prio:
+                self._by_prio[(queue, job.priority)] = np.zeros_like(ssn.table.idle)
+            for t in job.tasks.values():
+                if not evictable(t) or t.node not in nodes:
+                    continue
+                if t.status not in self.statuses:
+                    if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
+                        extra_rows.append(nodes[t.node].index)
+                        extra_vecs.append(t.vec)
+                    continue
+                row = nodes[t.node].index
+                idx.by_row.setdefault(row, []).append(t)
+                rows.append(row)
+                vecs.append(t.vec)
+                prios.append(job.priority)
+        if rows:
+            at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
+            np.add.at(self._by_queue[queue].evictable, at, add)
+            for p in np.unique(prio):
+                mask = prio == p
+                np.add.at(self._by_prio[(queue, int(p))], at[mask], add[mask])
+        if extra_rows:
+            extra = self._whole_extra[queue] = np.zeros_like(ssn.table.idle)
+            np.add.at(extra, np.array(extra_rows), np.stack(extra_vecs))
 
     def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
         """The victims a preemptor of `pjob` may consider in `scope`, by node row, with their summed requests per
         row (an upper bound: tasks of the preemptor's own job, of jobs placed since, and BestEffort rules are
         filtered per node in `candidates_on`)."""
-        by_queue = self._queue_index()
+        by_queue = self._queue_index(None if scope == "cross" else pjob.queue)
         if scope == "job":
             key = f"job/{pjob.uid}"
             names = [pjob.queue]
@@ -675,7 +711,7 @@ class Evictor:
         """Over `rows` (ascending), what the candidates of scope "queue" could free at most: the queue's victims of
         jobs of the preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out. None when
         there are none."""
-        self._queue_index()
+        self._queue_index(pjob.queue)
         parts = [evictable[rows] for (q, prio), evictable in self._by_prio.items()
                  if q == pjob.queue and prio <= pjob.priority]
         if not parts:
@@ -697,7 +733,7 @@ class Evictor:
         task it runs (`_units`); `Session.victim_job_bound` says when the vote cannot. Summed from the jobs' tasks
         as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
         Running pods there."""
-        self._queue_index()
+        self._queue_index(pjob.queue)
         ssn = self.ssn
         nodes = ssn.nodes
         statuses = self.statuses | WHOLE_STATUSES

@@ -92,6 +92,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   holds is up to the queue's Allocatable alone, whatever the node. When Allocatable refuses the task, the task
   fails before any plan is made or node scored (applying and discarding an empty plan leaves the session and its
   version as they were).
+- `preempt_lazy_setup` (preempt, reclaim): the eviction engine sums each queue's allocation when first read (most
+  actions never read it), and indexes a queue's possible victims when a place first needs them (the preemptor's
+  queue; every queue for a place across queues) instead of all queues at the first place. Both come out as they
+  would have been kept: until then the action changes nothing they are made from (the only allocated statuses it
+  changes are its own evictions and their discards, which it counts, and a queue's tasks and jobs change only by a
+  place whose victims may come from that queue, after that place has indexed it).
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:
@@ -127,13 +133,14 @@ node_facts_kept = True
 queues_kept = True
 preempt_vote_bound = True
 preempt_job_quota = True
+preempt_lazy_setup = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept", "preempt_vote_bound",
-          "preempt_job_quota")
+          "preempt_job_quota", "preempt_lazy_setup")
 
 
 @contextmanager
