@@ -730,7 +730,7 @@ class Evictor:
     def _voted_bound(self, task: TaskInfo, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
         """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
         only when the vote gives some of its tasks and it runs more than its minAvailable, or the vote gives every
-        task it runs (`_units`); `Session.victim_job_bound` says when the vote cannot. Summed from the jobs' tasks
+        task it runs (`_units`); `Session.victim_job_bounds` says when the vote cannot. Summed from the jobs' tasks
         as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
         Running pods there."""
         self._queue_index(pjob.queue)
@@ -738,10 +738,10 @@ class Evictor:
         nodes = ssn.nodes
         statuses = self.statuses | WHOLE_STATUSES
         total: np.ndarray | None = None
-        for job in self._queue_jobs.get(pjob.queue, ()):
-            if job is pjob or job.priority > pjob.priority or job.uid in self.unsettled:
-                continue  # never a candidate of scope "queue" (candidates_on)
-            some, every = ssn.victim_job_bound("preemptable", task, job)
+        # jobs that are never a candidate of scope "queue" left out (candidates_on)
+        jobs = [job for job in self._queue_jobs.get(pjob.queue, ())
+                if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled]
+        for job, (some, every) in zip(jobs, ssn.victim_job_bounds("preemptable", task, jobs) if jobs else ()):
             if not (every or some and job.ready_count() > job.min_available):
                 continue
             for t in job.tasks.values():

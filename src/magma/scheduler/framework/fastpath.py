@@ -81,7 +81,7 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
   run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
   builds units of voted tasks alone. What the vote may give of a job is bounded tier by tier from the vote
-  functions' own job-level bounds (`Session.victim_job_bound`: a tier gives a task only when each of its
+  functions' own job-level bounds (`Session.victim_job_bounds`: a tier gives a task only when each of its
   non-abstaining functions does): priority gives a job of lower priority than the preemptor's, whole, or none of
   it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
   running tasks when the share left after evicting them all is (evicting only lowers a share). A node without

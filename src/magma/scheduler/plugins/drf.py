@@ -230,7 +230,7 @@ class DrfPlugin:
         def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
             return self.victims(actor, cands), False
 
-        vote.job_bound = self.job_bound  # type: ignore[attr-defined]
+        vote.job_bounds = self.job_bounds  # type: ignore[attr-defined]
         ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_order", NAME, self.job_order)
         if self.hierarchy:
@@ -302,29 +302,35 @@ class DrfPlugin:
             self._vote_memo[preemptor.uid] = (mine, self.total, ls, totals)
         return ls, totals
 
-    def job_bound(self, preemptor: TaskInfo, job: JobInfo) -> tuple[bool, bool]:
-        """What `victims` may give of `job` (Session.victim_job_bound). A candidate is given when the share its job
-        keeps after the candidates of that job taken so far is not below the preemptor's (within SHARE_DELTA);
+    def job_bounds(self, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+        """What `victims` may give of each job (Session.victim_job_bounds). A candidate is given when the share its
+        job keeps after the candidates of that job taken so far is not below the preemptor's (within SHARE_DELTA);
         evicting only lowers a share, so no task is given when the whole allocation's share is below, and not
         every Bound and Running task when the share left after taking all of them is (the last of them offered
         leaves its job at most that)."""
         mine = self.allocated.get(preemptor.job)
-        alloc = self.allocated.get(job.uid)
-        if mine is None or alloc is None:
-            return False, False
+        if mine is None:
+            return [(False, False)] * len(jobs)
         ls, totals = self._preemptor_share(preemptor, mine)
-        # The two shares, kept while the job's allocation, its tasks' statuses and the total are the same objects.
-        memo = job.stats().memo
-        got = self._bound_memo.get(job.uid)
-        if got is None or got[0] is not alloc or got[1] is not memo or got[2] is not self.total:
-            rem = dict(alloc.items())
-            s0 = _rem_share(rem, totals)
-            for t in job.tasks.values():
-                if t.status in _RUNNING:
-                    for k, v in t.resreq.items():
-                        rem[k] = rem.get(k, 0) - v
-            got = self._bound_memo[job.uid] = (alloc, memo, self.total, s0, _rem_share(rem, totals))
-        return _given(ls, got[3]), _given(ls, got[4])
+        out = []
+        for job in jobs:
+            alloc = self.allocated.get(job.uid)
+            if alloc is None:
+                out.append((False, False))
+                continue
+            # The two shares, kept while the job's allocation, its tasks' statuses and the total are the same.
+            memo = job.stats().memo
+            got = self._bound_memo.get(job.uid)
+            if got is None or got[0] is not alloc or got[1] is not memo or got[2] is not self.total:
+                rem = dict(alloc.items())
+                s0 = _rem_share(rem, totals)
+                for t in job.tasks.values():
+                    if t.status in _RUNNING:
+                        for k, v in t.resreq.items():
+                            rem[k] = rem.get(k, 0) - v
+                got = self._bound_memo[job.uid] = (alloc, memo, self.total, s0, _rem_share(rem, totals))
+            out.append((_given(ls, got[3]), _given(ls, got[4])))
+        return out
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)

@@ -58,14 +58,15 @@ def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInf
     return victims
 
 
-def priority_job_bound(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> tuple[bool, bool]:
-    """What `priority_victims` may give of `job` (Session.victim_job_bound): the whole job or none of it, by job
-    priority, unless it is the preemptor's own job (judged task by task)."""
+def priority_job_bounds(ssn: Session, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+    """What `priority_victims` may give of each job (Session.victim_job_bounds): the whole job or none of it, by
+    job priority, unless it is the preemptor's own job (judged task by task)."""
     pjob = ssn.jobs.get(preemptor.job)
-    if pjob is None or ssn.jobs.get(job.uid) is not job:
-        return False, False
-    ok = job is pjob or job.priority < pjob.priority
-    return ok, ok
+    out = []
+    for job in jobs:
+        ok = pjob is not None and ssn.jobs.get(job.uid) is job and (job is pjob or job.priority < pjob.priority)
+        out.append((ok, ok))
+    return out
 
 
 @plugin(NAME)
@@ -79,6 +80,6 @@ class PriorityPlugin:
         def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
             return priority_victims(ssn, actor, cands), False
 
-        vote.job_bound = lambda actor, job: priority_job_bound(ssn, actor, job)  # type: ignore[attr-defined]
+        vote.job_bounds = lambda actor, jobs: priority_job_bounds(ssn, actor, jobs)  # type: ignore[attr-defined]
         ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_starving", NAME, starving)
