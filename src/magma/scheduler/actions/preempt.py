@@ -604,12 +604,23 @@ class Evictor:
         room = ((fut + idx.evictable) >= vec).all(axis=1)
         if fastpath.preempt_pruning and not room.any():
             return False  # no node has the room, whatever the predicates say: no need to run them
+        voted: np.ndarray | None = None
+        early = fastpath.preempt_pruning and fastpath.preempt_vote_bound and scope == "queue"
+        if early:
+            # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
+            # predicates: without a node where either holds the task, fail before running them.
+            shortfall = self._quota_shortfall(queue, task)
+            voted = self._voted_bound(task, pjob)
+            free_ok = shortfall is None or shortfall.is_empty()
+            if not self._can_plan(task, fut, voted, (fut >= vec).all(axis=1), free_ok).any():
+                return False
         pred = self.predicates.get(task)
         feasible = pred.mask & room
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
-        shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
+        if not early:
+            shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
         if scope == "cross":
             self._entitled = self.entitlement(queue, task)
         free = (fut[rows] >= vec).all(axis=1)
@@ -617,7 +628,8 @@ class Evictor:
             # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
             # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
             return False
-        workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
+        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, voted) if fastpath.preempt_pruning
+                    else None)
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
         floor = self.min_priority(idx)[rows]
@@ -682,27 +694,37 @@ class Evictor:
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
-                  free: np.ndarray, shortfall: Resources | None) -> np.ndarray | None:
+                  free: np.ndarray, shortfall: Resources | None, voted: np.ndarray | None = None) -> np.ndarray | None:
         """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
 
         A plan other than free room is a set of units, each with pods on the node taken from the node's
         candidates, that frees the task's need there and passes `_constraints_ok`. So the node needs a candidate
         that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
         `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
-        "queue") or the preemptor's branch is not entitled to grow (scope "cross")."""
+        "queue") or the preemptor's branch is not entitled to grow (scope "cross"). With fastpath.preempt_vote_bound,
+        scope "queue" takes `voted` (`_voted_bound`, over all rows)."""
         if scope == "job":
             return None
         if scope == "queue":
-            bound = self._voted_bound(task, pjob, rows) if fastpath.preempt_vote_bound else self._queue_bound(pjob, rows)
+            if fastpath.preempt_vote_bound:
+                bound = None if voted is None else voted[rows]
+            else:
+                bound = self._queue_bound(pjob, rows)
             free_ok = shortfall is None or shortfall.is_empty()
         else:
             bound = self._cross_bound(pjob, rows)
             free_ok = self._entitled[1] >= len(self._entitled[0])
+        return self._can_plan(task, fut[rows], bound, free, free_ok)
+
+    def _can_plan(self, task: TaskInfo, fut: np.ndarray, bound: np.ndarray | None, free: np.ndarray,
+                  free_ok: bool) -> np.ndarray:
+        """Per row (of `fut`, `bound`, `free` alike): has it a candidate (some pod in `bound`) and the room with all
+        that `bound` frees, or free room when that is a plan (`free_ok`)?"""
         if bound is None:
-            out = np.zeros(len(rows), dtype=bool)  # no candidate anywhere
+            out = np.zeros(len(fut), dtype=bool)  # no candidate anywhere
         else:
             has = bound[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
-            out = has & ((fut[rows] + bound) >= task.vec).all(axis=1)
+            out = has & ((fut + bound) >= task.vec).all(axis=1)
         if free_ok:
             out |= free
         return out
@@ -727,12 +749,12 @@ class Evictor:
                         total[at] -= t.vec
         return total
 
-    def _voted_bound(self, task: TaskInfo, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+    def _voted_bound(self, task: TaskInfo, pjob: JobInfo) -> np.ndarray | None:
         """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
         only when the vote gives some of its tasks and it runs more than its minAvailable, or the vote gives every
         task it runs (`_units`); `Session.victim_job_bounds` says when the vote cannot. Summed from the jobs' tasks
         as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
-        Running pods there."""
+        Running pods there. Over all rows; None when there are none."""
         self._queue_index(pjob.queue)
         ssn = self.ssn
         nodes = ssn.nodes
@@ -749,7 +771,7 @@ class Evictor:
                     if total is None:
                         total = np.zeros_like(ssn.table.idle)
                     total[nodes[t.node].index] += t.vec
-        return None if total is None else total[rows]
+        return total
 
     def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
         """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the

@@ -85,7 +85,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   non-abstaining functions does): priority gives a job of lower priority than the preemptor's, whole, or none of
   it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
   running tasks when the share left after evicting them all is (evicting only lowers a share). A node without
-  room from such jobs gives no plan (preempt_pruning's argument).
+  room from such jobs gives no plan (preempt_pruning's argument). Neither that room nor free room depends on the
+  predicates: a task with neither on any node fails before they are run.
 - `preempt_job_quota` (preempt's phase 2, scope "job"): when a node passing the predicates has free room for the
   task, that free room is the first plan found (nodes with room come first in both orders, and free room is a
   plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
