@@ -254,7 +254,10 @@ class Evictor:
         self._by_prio: dict[tuple[str, int], np.ndarray] = {}
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
-        self._queue_jobs: dict[str, list[JobInfo]] = {}  # the jobs indexed, per queue (in uid order)
+        # Per queue, the jobs indexed with tasks indexed (in uid order): no other job has a task an eviction could
+        # take in this action (it changes no status to Bound or Running).
+        self._queue_jobs: dict[str, list[JobInfo]] = {}
+        self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._entitled: tuple[list[str], int] = ([], 0)
@@ -484,11 +487,11 @@ class Evictor:
             if job.uid in self.unsettled:
                 continue
             self._indexed.add(job.uid)
-            self._queue_jobs.setdefault(queue, []).append(job)
             if idx is None:
                 idx = self._by_queue[queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
             if (queue, job.priority) not in self._by_prio:
                 self._by_prio[(queue, job.priority)] = np.zeros_like(ssn.table.idle)
+            found = len(rows) + len(extra_rows)
             for t in job.tasks.values():
                 if not evictable(t) or t.node not in nodes:
                     continue
@@ -502,6 +505,8 @@ class Evictor:
                 rows.append(row)
                 vecs.append(t.vec)
                 prios.append(job.priority)
+            if len(rows) + len(extra_rows) > found:
+                self._queue_jobs.setdefault(queue, []).append(job)
         if rows:
             at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
             np.add.at(self._by_queue[queue].evictable, at, add)
@@ -754,7 +759,12 @@ class Evictor:
         only when the vote gives some of its tasks and it runs more than its minAvailable, or the vote gives every
         task it runs (`_units`); `Session.victim_job_bounds` says when the vote cannot. Summed from the jobs' tasks
         as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
-        Running pods there. Over all rows; None when there are none."""
+        Running pods there. Over all rows; None when there are none. The vote's bounds are functions of the
+        preemptor's job and request (and the session): kept for this version of the session by those."""
+        key = (pjob.uid, task.resreq)
+        got = self._voted.get(key)
+        if got is not None and got[0] == self.version:
+            return got[1]
         self._queue_index(pjob.queue)
         ssn = self.ssn
         nodes = ssn.nodes
@@ -771,6 +781,7 @@ class Evictor:
                     if total is None:
                         total = np.zeros_like(ssn.table.idle)
                     total[nodes[t.node].index] += t.vec
+        self._voted[key] = (self.version, total)
         return total
 
     def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
