@@ -247,16 +247,14 @@ class Evictor:
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
-        self._unindexed: dict[str, list[JobInfo]] = {}  # per queue not indexed yet, its jobs (uid order)
+        self._unindexed: set[str] = set()  # queues not indexed yet
+        self._jobs_by_queue: dict[str, list[JobInfo]] | None = None
         # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
         # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
         # frees when the action takes Running tasks only (reclaim); the jobs indexed.
         self._by_prio: dict[tuple[str, int], np.ndarray] = {}
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
-        # Per queue, the jobs indexed with tasks indexed (in uid order): no other job has a task an eviction could
-        # take in this action (it changes no status to Bound or Running).
-        self._queue_jobs: dict[str, list[JobInfo]] = {}
         self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
@@ -308,6 +306,7 @@ class Evictor:
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
         alloc = self.alloc  # (summed before the eviction, when not yet)
+        self._queue_index(job.queue)  # (indexed before the eviction, when not yet)
         stmt.evict(task, self.reason)
         self.changed(row)
         if counted:
@@ -454,23 +453,34 @@ class Evictor:
         session, of a job not placed in this session), per queue: built once, kept current by _evict/discard.
 
         With `queue`, only that queue's entry is sure to be there (fastpath.preempt_lazy_setup: each queue's is
-        built when first needed). A queue's is built as it would have been at the first place: nothing of the
-        action changes a queue's tasks or its jobs' place in `unsettled` before a place whose victims may come
-        from that queue (scope "queue" and "job": the preemptor's own queue, whose preemptor alone is pipelined
-        or taken out of `unsettled`; scope "cross": all queues) has built it."""
+        built when first needed). A queue's is built as it would have been at the first place: it is built before
+        anything changes its jobs' tasks or their place in `unsettled` (`_evict`, `apply`, `settle`), and before a
+        place takes victims from it (`victim_index`)."""
         if self._by_queue is None:
             self._by_queue = {}
-            jobs: dict[str, list[JobInfo]] = {}
-            for job in sorted_by_uid(self.ssn.jobs.values()):
-                jobs.setdefault(job.queue, []).append(job)
-            self._unindexed = jobs
+            self._unindexed = set(self.jobs_by_queue())
         if self._unindexed:
             if queue is None or not fastpath.preempt_lazy_setup:
                 for q in sorted(self._unindexed):
-                    self._index_queue(q, self._unindexed.pop(q))
+                    self._index_queue(q, self.jobs_by_queue()[q])
+                self._unindexed.clear()
             elif queue in self._unindexed:
-                self._index_queue(queue, self._unindexed.pop(queue))
+                self._unindexed.discard(queue)
+                self._index_queue(queue, self.jobs_by_queue()[queue])
         return self._by_queue
+
+    def jobs_by_queue(self) -> dict[str, list[JobInfo]]:
+        """The session's jobs per queue, in uid order (made once)."""
+        if self._jobs_by_queue is None:
+            self._jobs_by_queue = {}
+            for job in sorted_by_uid(self.ssn.jobs.values()):
+                self._jobs_by_queue.setdefault(job.queue, []).append(job)
+        return self._jobs_by_queue
+
+    def settle(self, job: JobInfo) -> None:
+        """`job` has no task placed in this session any more (after a discard): it may be a victim again."""
+        self._queue_index(job.queue)
+        self.unsettled.discard(job.uid)
 
     def _index_queue(self, queue: str, jobs: list[JobInfo]) -> None:
         """`_queue_index`'s entries for one queue's jobs (in uid order)."""
@@ -491,7 +501,6 @@ class Evictor:
                 idx = self._by_queue[queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
             if (queue, job.priority) not in self._by_prio:
                 self._by_prio[(queue, job.priority)] = np.zeros_like(ssn.table.idle)
-            found = len(rows) + len(extra_rows)
             for t in job.tasks.values():
                 if not evictable(t) or t.node not in nodes:
                     continue
@@ -505,8 +514,6 @@ class Evictor:
                 rows.append(row)
                 vecs.append(t.vec)
                 prios.append(job.priority)
-            if len(rows) + len(extra_rows) > found:
-                self._queue_jobs.setdefault(queue, []).append(job)
         if rows:
             at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
             np.add.at(self._by_queue[queue].evictable, at, add)
@@ -521,16 +528,20 @@ class Evictor:
         """The victims a preemptor of `pjob` may consider in `scope`, by node row, with their summed requests per
         row (an upper bound: tasks of the preemptor's own job, of jobs placed since, and BestEffort rules are
         filtered per node in `candidates_on`)."""
-        by_queue = self._queue_index(None if scope == "cross" else pjob.queue)
+        if not fastpath.preempt_lazy_setup:
+            self._queue_index()
         if scope == "job":
             key = f"job/{pjob.uid}"
             names = [pjob.queue]
+            by_queue = {}  # (not read: the job's own tasks)
         elif scope == "queue":
             key = f"queue/{pjob.queue}"
             names = [pjob.queue]
+            by_queue = self._queue_index(pjob.queue)
         else:
             key = f"cross/{pjob.queue}"
             chain = set(queue_chain(self.ssn, pjob.queue))
+            by_queue = self._queue_index()
             names = [q for q in sorted(by_queue) if q != pjob.queue and self._reclaimable_branch(q, chain)]
         idx = self.index.get(key)
         if idx is not None:
@@ -603,22 +614,24 @@ class Evictor:
         if task.never_preempts:
             return False
         queue = ssn.queues[pjob.queue]
-        idx = self.victim_index(pjob, task, scope)
         fut = table.future_idle()
         vec = task.vec
-        room = ((fut + idx.evictable) >= vec).all(axis=1)
-        if fastpath.preempt_pruning and not room.any():
-            return False  # no node has the room, whatever the predicates say: no need to run them
         voted: np.ndarray | None = None
         early = fastpath.preempt_pruning and fastpath.preempt_vote_bound and scope == "queue"
         if early:
             # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
-            # predicates: without a node where either holds the task, fail before running them.
+            # predicates (nor on the victim index): without a node where either holds the task, fail before them.
             shortfall = self._quota_shortfall(queue, task)
             voted = self._voted_bound(task, pjob)
             free_ok = shortfall is None or shortfall.is_empty()
             if not self._can_plan(task, fut, voted, (fut >= vec).all(axis=1), free_ok).any():
                 return False
+        idx = self.victim_index(pjob, task, scope)
+        room = ((fut + idx.evictable) >= vec).all(axis=1)
+        if fastpath.preempt_pruning and not room.any():
+            return False  # no node has the room, whatever the predicates say: no need to run them
+        if fastpath.preempt_job_quota and scope == "job" and not idx.by_row and not ssn.allocatable(queue, task):
+            return False  # no victims, and free room would be refused (below): whatever the predicates say
         pred = self.predicates.get(task)
         feasible = pred.mask & room
         rows = np.flatnonzero(feasible)
@@ -765,14 +778,15 @@ class Evictor:
         got = self._voted.get(key)
         if got is not None and got[0] == self.version:
             return got[1]
-        self._queue_index(pjob.queue)
         ssn = self.ssn
         nodes = ssn.nodes
         statuses = self.statuses | WHOLE_STATUSES
         total: np.ndarray | None = None
-        # jobs that are never a candidate of scope "queue" left out (candidates_on)
-        jobs = [job for job in self._queue_jobs.get(pjob.queue, ())
-                if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled]
+        # jobs that are never a candidate of scope "queue" (candidates_on), or have no task a unit could take, left
+        # out
+        jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
+                if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled
+                and job.count(statuses)]
         for job, (some, every) in zip(jobs, ssn.victim_job_bounds("preemptable", task, jobs) if jobs else ()):
             if not (every or some and job.ready_count() > job.min_available):
                 continue
@@ -1094,6 +1108,7 @@ class Evictor:
         ssn = self.ssn
         node = ssn.node_list[plan.row]
         node_stmt = Statement(ssn)
+        self._queue_index(pjob.queue)  # (indexed before the preemptor is pipelined and unsettled, when not yet)
         self.began(stmt)
         self.began(node_stmt)
         for t in plan.pods:
@@ -1222,7 +1237,7 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
         ev.discard(stmt)
         if not settled(job):
             return False
-        ev.unsettled.discard(job.uid)
+        ev.settle(job)
         return False
     finally:
         for key in [k for k in ev.index if k.startswith("job/")]:

@@ -92,7 +92,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
   holds is up to the queue's Allocatable alone, whatever the node. When Allocatable refuses the task, the task
   fails before any plan is made or node scored (applying and discarding an empty plan leaves the session and its
-  version as they were).
+  version as they were); when the job has no task to give either, free room is the only plan, and the task fails
+  before the predicates are run.
 - `preempt_lazy_setup` (preempt, reclaim): the eviction engine sums each queue's allocation when first read (most
   actions never read it), and indexes a queue's possible victims when a place first needs them (the preemptor's
   queue; every queue for a place across queues) instead of all queues at the first place. Both come out as they
