@@ -258,6 +258,7 @@ class Evictor:
         self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
+        self._unsettled_at_start = frozenset(self.unsettled)
         self._entitled: tuple[list[str], int] = ([], 0)
         # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
         # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
@@ -453,9 +454,9 @@ class Evictor:
         session, of a job not placed in this session), per queue: built once, kept current by _evict/discard.
 
         With `queue`, only that queue's entry is sure to be there (fastpath.preempt_lazy_setup: each queue's is
-        built when first needed). A queue's is built as it would have been at the first place: it is built before
-        anything changes its jobs' tasks or their place in `unsettled` (`_evict`, `apply`, `settle`), and before a
-        place takes victims from it (`victim_index`)."""
+        built when first needed). A queue's is built as it would have been at the first place: from the jobs
+        unsettled when the action began, and before an eviction changes its tasks (`_evict`; nothing else of the
+        action changes a Bound or Running task)."""
         if self._by_queue is None:
             self._by_queue = {}
             self._unindexed = set(self.jobs_by_queue())
@@ -477,11 +478,6 @@ class Evictor:
                 self._jobs_by_queue.setdefault(job.queue, []).append(job)
         return self._jobs_by_queue
 
-    def settle(self, job: JobInfo) -> None:
-        """`job` has no task placed in this session any more (after a discard): it may be a victim again."""
-        self._queue_index(job.queue)
-        self.unsettled.discard(job.uid)
-
     def _index_queue(self, queue: str, jobs: list[JobInfo]) -> None:
         """`_queue_index`'s entries for one queue's jobs (in uid order)."""
         ssn = self.ssn
@@ -494,7 +490,7 @@ class Evictor:
         extra_vecs: list[np.ndarray] = []
         idx: VictimIndex | None = None
         for job in jobs:
-            if job.uid in self.unsettled:
+            if job.uid in self._unsettled_at_start:
                 continue
             self._indexed.add(job.uid)
             if idx is None:
@@ -528,8 +524,6 @@ class Evictor:
         """The victims a preemptor of `pjob` may consider in `scope`, by node row, with their summed requests per
         row (an upper bound: tasks of the preemptor's own job, of jobs placed since, and BestEffort rules are
         filtered per node in `candidates_on`)."""
-        if not fastpath.preempt_lazy_setup:
-            self._queue_index()
         if scope == "job":
             key = f"job/{pjob.uid}"
             names = [pjob.queue]
@@ -613,6 +607,8 @@ class Evictor:
         table = ssn.table
         if task.never_preempts:
             return False
+        if not fastpath.preempt_lazy_setup:
+            self._queue_index()  # every queue's victims, at the first place
         queue = ssn.queues[pjob.queue]
         fut = table.future_idle()
         vec = task.vec
@@ -1108,7 +1104,6 @@ class Evictor:
         ssn = self.ssn
         node = ssn.node_list[plan.row]
         node_stmt = Statement(ssn)
-        self._queue_index(pjob.queue)  # (indexed before the preemptor is pipelined and unsettled, when not yet)
         self.began(stmt)
         self.began(node_stmt)
         for t in plan.pods:
@@ -1237,7 +1232,7 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
         ev.discard(stmt)
         if not settled(job):
             return False
-        ev.settle(job)
+        ev.unsettled.discard(job.uid)
         return False
     finally:
         for key in [k for k in ev.index if k.startswith("job/")]:
