@@ -80,6 +80,7 @@ UNSETTLED = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})  # placed this sess
 MAX_COMBO_JOBS = 3
 MAX_COMBOS = 4096
 PATIENCE = 16  # stop comparing nodes after this many workable ones brought no cheaper victim set
+VOTED_JOBS = 64  # at most this many jobs in the preemptor's queue: nodes bounded by the vote (Evictor._by_votes)
 
 
 # ---------------------------------------------------------------- job selection
@@ -613,7 +614,7 @@ class Evictor:
         fut = table.future_idle()
         vec = task.vec
         voted: np.ndarray | None = None
-        early = fastpath.preempt_pruning and fastpath.preempt_vote_bound and scope == "queue"
+        early = fastpath.preempt_pruning and scope == "queue" and self._by_votes(pjob)
         if early:
             # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
             # predicates (nor on the victim index): without a node where either holds the task, fail before them.
@@ -642,8 +643,8 @@ class Evictor:
             # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
             # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
             return False
-        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, voted) if fastpath.preempt_pruning
-                    else None)
+        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, voted if early else False)
+                    if fastpath.preempt_pruning else None)
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
         floor = self.min_priority(idx)[rows]
@@ -708,7 +709,8 @@ class Evictor:
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
-                  free: np.ndarray, shortfall: Resources | None, voted: np.ndarray | None = None) -> np.ndarray | None:
+                  free: np.ndarray, shortfall: Resources | None,
+                  voted: np.ndarray | None | bool = False) -> np.ndarray | None:
         """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
 
         A plan other than free room is a set of units, each with pods on the node taken from the node's
@@ -716,11 +718,11 @@ class Evictor:
         that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
         `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
         "queue") or the preemptor's branch is not entitled to grow (scope "cross"). With fastpath.preempt_vote_bound,
-        scope "queue" takes `voted` (`_voted_bound`, over all rows)."""
+        scope "queue" takes `voted` (`_voted_bound`, over all rows) when given (not False)."""
         if scope == "job":
             return None
         if scope == "queue":
-            if fastpath.preempt_vote_bound:
+            if voted is not False:
                 bound = None if voted is None else voted[rows]
             else:
                 bound = self._queue_bound(pjob, rows)
@@ -762,6 +764,13 @@ class Evictor:
                     if at < len(rows) and rows[at] == row:
                         total[at] -= t.vec
         return total
+
+    def _by_votes(self, pjob: JobInfo) -> bool:
+        """Whether scope "queue" bounds nodes by the jobs the vote may give (`_voted_bound`, with
+        fastpath.preempt_vote_bound): when the preemptor's queue has few jobs. Summing a few jobs' tasks costs less
+        than the victim index (which it does not need); for many, the index's sums kept per priority are cheaper
+        (`_queue_bound`). Either bound is exact."""
+        return fastpath.preempt_vote_bound and len(self.jobs_by_queue().get(pjob.queue, ())) <= VOTED_JOBS
 
     def _voted_bound(self, task: TaskInfo, pjob: JobInfo) -> np.ndarray | None:
         """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
