@@ -376,7 +376,7 @@ class Evictor:
             self._score_keys[task.uid] = key = None if key is None else (key, task.shape, task.resreq)
         if key is None:
             return ssn.node_scores(task, rows)
-        ids = self._node_state_ids()[rows]
+        ids = self._node_state_ids(rows)
         n = len(self._state_ids)
         got = self._score_cache.get(key)
         if got is None or len(got[0]) < n:
@@ -413,7 +413,27 @@ class Evictor:
             self._score_keys[task.uid] = None if key is None else (key, task.shape, task.resreq)
         return self._score_keys[task.uid] is not None
 
-    def _node_state_ids(self) -> np.ndarray:
+    def _node_state_ids(self, rows: np.ndarray) -> np.ndarray:
+        """For `rows`, an id of their `Session.node_state` (equal states, equal ids), current for the rows touched.
+        With fastpath.preempt_lazy_setup, ids are made for the rows asked for only (-1: not made yet): an id only
+        names a state, and a row's score is taken from any row of its state."""
+        if not fastpath.preempt_lazy_setup:
+            return self._all_node_state_ids()[rows]
+        if self._row_state is None:
+            self._row_state = np.full(len(self.predicates.rows), -1, dtype=np.int64)
+            self._refreshed = len(self._touched)
+        elif self._refreshed < len(self._touched):
+            self._row_state[np.array(self._touched[self._refreshed:], dtype=np.int64)] = -1
+            self._refreshed = len(self._touched)
+        ids = self._row_state[rows]
+        unknown = ids < 0
+        if unknown.any():
+            new = np.unique(rows[unknown])
+            self._row_state[new] = self._state_id_of(new)
+            ids = self._row_state[rows]
+        return ids
+
+    def _all_node_state_ids(self) -> np.ndarray:
         """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
         if self._row_state is None:
             self._row_state = self._state_id_of(self.predicates.rows)

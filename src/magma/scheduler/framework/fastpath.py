@@ -95,11 +95,13 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   version as they were); when the job has no task to give either, free room is the only plan, and the task fails
   before the predicates are run.
 - `preempt_lazy_setup` (preempt, reclaim): the eviction engine sums each queue's allocation when first read (most
-  actions never read it), and indexes a queue's possible victims when a place first needs them (the preemptor's
-  queue; every queue for a place across queues) instead of all queues at the first place. Both come out as they
-  would have been kept: until then the action changes nothing they are made from (the only allocated statuses it
-  changes are its own evictions and their discards, which it counts, and a queue's tasks and jobs change only by a
-  place whose victims may come from that queue, after that place has indexed it).
+  actions never read it), and indexes a queue's possible victims when a place first takes victims from it (the
+  preemptor's queue; every queue across queues) or an eviction first changes one of its tasks, instead of all
+  queues at the first place. Both come out as they would have been at the start: the only allocated statuses the
+  action changes are its own evictions and their discards, which it counts; an index is made from the Bound and
+  Running tasks, which only evictions change, and from the jobs unsettled when the action began. Node state ids
+  (for the node scores kept by state) are made for the rows whose scores are asked for only: an id only names a
+  state.
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:

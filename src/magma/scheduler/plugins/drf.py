@@ -180,11 +180,6 @@ def _rem_share(rem: dict[str, int], totals: list[tuple[str, int]]) -> float:
     return best
 
 
-def _given(ls: float, rs: float) -> bool:
-    """drf's victim test: the victim's job keeps a share (rs) not below the preemptor's (ls), within SHARE_DELTA."""
-    return ls < rs or abs(ls - rs) <= SHARE_DELTA
-
-
 # ---------------------------------------------------------------- the plugin
 
 
@@ -211,7 +206,7 @@ class DrfPlugin:
         self.ssn = ssn
         self.total = total = ssn.total
         self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
-        self._vote_memo: dict[str, tuple] = {}  # preemptor uid -> (its job's allocation, total, share, totals)
+        self._vote_memo: dict[tuple, tuple] = {}  # (job, request) -> (the job's allocation, total, share, totals)
         self._bound_memo: dict[str, tuple] = {}  # job uid -> (allocation, stats memo, total, two shares)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
@@ -291,7 +286,8 @@ class DrfPlugin:
         """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation), and the
         cluster's totals to divide by: kept while its job's allocation and the total are the same objects (asked
         for every node a preemptor looks at)."""
-        got = self._vote_memo.get(preemptor.uid) if fastpath.drf_vote_bound else None
+        key = (preemptor.job, preemptor.resreq)
+        got = self._vote_memo.get(key) if fastpath.drf_vote_bound else None
         if got is not None and got[0] is mine and got[1] is self.total:
             return got[2], got[3]
         ls = self.share_of(mine + preemptor.resreq)
@@ -299,7 +295,7 @@ class DrfPlugin:
         # node a preemptor looks at): max over the cluster's resources of remaining / total.
         totals = [(k, v) for k, v in self.total.items() if v > 0]
         if fastpath.drf_vote_bound:
-            self._vote_memo[preemptor.uid] = (mine, self.total, ls, totals)
+            self._vote_memo[key] = (mine, self.total, ls, totals)
         return ls, totals
 
     def job_bounds(self, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
@@ -312,24 +308,26 @@ class DrfPlugin:
         if mine is None:
             return [(False, False)] * len(jobs)
         ls, totals = self._preemptor_share(preemptor, mine)
+        allocated, memos, total = self.allocated, self._bound_memo, self.total
         out = []
         for job in jobs:
-            alloc = self.allocated.get(job.uid)
+            alloc = allocated.get(job.uid)
             if alloc is None:
                 out.append((False, False))
                 continue
             # The two shares, kept while the job's allocation, its tasks' statuses and the total are the same.
             memo = job.stats().memo
-            got = self._bound_memo.get(job.uid)
-            if got is None or got[0] is not alloc or got[1] is not memo or got[2] is not self.total:
+            got = memos.get(job.uid)
+            if got is None or got[0] is not alloc or got[1] is not memo or got[2] is not total:
                 rem = dict(alloc.items())
                 s0 = _rem_share(rem, totals)
                 for t in job.tasks.values():
                     if t.status in _RUNNING:
                         for k, v in t.resreq.items():
                             rem[k] = rem.get(k, 0) - v
-                got = self._bound_memo[job.uid] = (alloc, memo, self.total, s0, _rem_share(rem, totals))
-            out.append((_given(ls, got[3]), _given(ls, got[4])))
+                got = memos[job.uid] = (alloc, memo, total, s0, _rem_share(rem, totals))
+            s0, s_all = got[3], got[4]  # given when the preemptor's share is below or within SHARE_DELTA (victims)
+            out.append((ls < s0 or abs(ls - s0) <= SHARE_DELTA, ls < s_all or abs(ls - s_all) <= SHARE_DELTA))
         return out
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
