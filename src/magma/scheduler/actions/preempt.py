@@ -633,15 +633,15 @@ class Evictor:
         queue = ssn.queues[pjob.queue]
         fut = table.future_idle()
         vec = task.vec
-        voted: np.ndarray | None = None
         early = fastpath.preempt_pruning and scope == "queue" and self._by_votes(pjob)
         if early:
             # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
             # predicates (nor on the victim index): without a node where either holds the task, fail before them.
             shortfall = self._quota_shortfall(queue, task)
-            voted = self._voted_bound(task, pjob)
             free_ok = shortfall is None or shortfall.is_empty()
-            if not self._can_plan(task, fut, voted, (fut >= vec).all(axis=1), free_ok).any():
+            free_all = (fut >= vec).all(axis=1)
+            if not (free_ok and free_all.any()) and not self._can_plan(
+                    task, fut, self._voted_bound(task, pjob), free_all, free_ok).any():
                 return False
         idx = self.victim_index(pjob, task, scope)
         room = ((fut + idx.evictable) >= vec).all(axis=1)
@@ -663,7 +663,7 @@ class Evictor:
             # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
             # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
             return False
-        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, voted if early else False)
+        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, early)
                     if fastpath.preempt_pruning else None)
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
@@ -729,27 +729,36 @@ class Evictor:
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
-                  free: np.ndarray, shortfall: Resources | None,
-                  voted: np.ndarray | None | bool = False) -> np.ndarray | None:
+                  free: np.ndarray, shortfall: Resources | None, by_votes: bool = False) -> np.ndarray | None:
         """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
 
         A plan other than free room is a set of units, each with pods on the node taken from the node's
         candidates, that frees the task's need there and passes `_constraints_ok`. So the node needs a candidate
         that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
         `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
-        "queue") or the preemptor's branch is not entitled to grow (scope "cross"). With fastpath.preempt_vote_bound,
-        scope "queue" takes `voted` (`_voted_bound`, over all rows) when given (not False)."""
+        "queue") or the preemptor's branch is not entitled to grow (scope "cross"). Scope "queue" is bounded by
+        the jobs the vote may give `by_votes` (`_voted_bound`, fastpath.preempt_vote_bound).
+
+        With fastpath.preempt_free_room, when free room is a plan on some row and the queue need not give anything
+        back, the search ends at the first row it visits, a free one (free rows come first in both its orders):
+        the other rows are never looked at, so they need no bound."""
         if scope == "job":
             return None
         if scope == "queue":
-            if voted is not False:
+            free_ok = shortfall is None or shortfall.is_empty()
+        else:
+            free_ok = self._entitled[1] >= len(self._entitled[0])
+        if (fastpath.preempt_free_room and free_ok and shortfall is not None and shortfall.is_empty()
+                and free.any()):
+            return free
+        if scope == "queue":
+            if by_votes:
+                voted = self._voted_bound(task, pjob)
                 bound = None if voted is None else voted[rows]
             else:
                 bound = self._queue_bound(pjob, rows)
-            free_ok = shortfall is None or shortfall.is_empty()
         else:
             bound = self._cross_bound(pjob, rows)
-            free_ok = self._entitled[1] >= len(self._entitled[0])
         return self._can_plan(task, fut[rows], bound, free, free_ok)
 
     def _can_plan(self, task: TaskInfo, fut: np.ndarray, bound: np.ndarray | None, free: np.ndarray,

@@ -55,7 +55,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   Pending task is passed over before the plugins are asked whether it is valid and starving.
 - `preempt_free_room` (preempt, reclaim, with preempt_pruning): when free room is the first plan found and the
   queue need not give anything back, the search would stop at its first node, a free one; that node (lowest
-  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only.
+  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only. As
+  the search then visits free nodes only (they come first in both its orders), the other nodes are not bounded
+  (`_workable`).
 - `drf_vote_bound` (drf's Preemptable vote): a candidate job whose whole allocation's share is already below
   what the vote asks is refused at once, and once one of its tasks is refused so are the ones offered after it,
   without a share computed per task: evicting tasks only lowers the share. The preemptor's own share is computed
