@@ -356,9 +356,10 @@ class Session:
         A vote function says so with an attribute `job_bounds(actor, jobs)` giving those pairs for itself, where
         False promises that the function does not abstain and does not give that; a function without one may give
         anything. The pairs must be functions of the actor's job and request (and the session), not of the actor's
-        other fields: callers keep them for actors of one job with equal requests. A task is given only by the deciding tier (the first whose non-abstaining functions all give
-        something), and there only when every such function gives it: so only by a tier none of whose bounds
-        refuses it. An upper bound, for pruning (preempt's `_workable`)."""
+        other fields: callers keep them for actors of one job with equal requests. A task is given only by the
+        deciding tier (the first whose non-abstaining functions all give something), and there only when every such
+        function gives it: so only by a tier none of whose bounds refuses it. An upper bound, for pruning (preempt's
+        `_workable`)."""
         tiers = self._enabled_cache.get((point, "job_bounds"))
         if tiers is None:
             # per tier with functions (a tier without any never decides), the bounds of those that have one
