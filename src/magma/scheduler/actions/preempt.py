@@ -291,11 +291,13 @@ class Evictor:
 
     def _summed_alloc(self) -> dict[str, Resources]:
         ssn = self.ssn
-        alloc = {q: Resources() for q in ssn.queues}
+        sums: dict[str, dict[str, int]] = {q: {} for q in ssn.queues}
         for job in ssn.jobs.values():
-            if job.queue in alloc:
-                alloc[job.queue] = alloc[job.queue] + job.allocated()
-        return alloc
+            acc = sums.get(job.queue)
+            if acc is not None:
+                for k, v in job.allocated().items():
+                    acc[k] = acc.get(k, 0) + v
+        return {q: Resources(acc) for q, acc in sums.items()}
 
     def subtree_alloc(self, name: str) -> Resources:
         total = Resources()
@@ -518,6 +520,8 @@ class Evictor:
                 idx = self._by_queue[queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
             if (queue, job.priority) not in self._by_prio:
                 self._by_prio[(queue, job.priority)] = np.zeros_like(ssn.table.idle)
+            if not job.count(WHOLE_STATUSES):
+                continue  # no task indexed below (counted once per change of the job's tasks)
             for t in job.tasks.values():
                 if not evictable(t) or t.node not in nodes:
                     continue
