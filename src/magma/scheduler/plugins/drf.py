@@ -180,6 +180,17 @@ def _rem_share(rem: dict[str, int], totals: list[tuple[str, int]]) -> float:
     return best
 
 
+def _bound_shares(job: JobInfo, alloc: Resources, totals: list[tuple[str, int]]) -> tuple[float, float]:
+    """The share of the job's allocation, and what is left of it after evicting every Bound and Running task."""
+    rem = dict(alloc.items())
+    s0 = _rem_share(rem, totals)
+    for t in job.tasks.values():
+        if t.status in _RUNNING:
+            for k, v in t.resreq.items():
+                rem[k] = rem.get(k, 0) - v
+    return s0, _rem_share(rem, totals)
+
+
 # ---------------------------------------------------------------- the plugin
 
 
@@ -207,7 +218,6 @@ class DrfPlugin:
         self.total = total = ssn.total
         self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
         self._vote_memo: dict[tuple, tuple] = {}  # (job, request) -> (the job's allocation, total, share, totals)
-        self._bound_memo: dict[str, tuple] = {}  # job uid -> (allocation, stats memo, total, two shares)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -308,25 +318,16 @@ class DrfPlugin:
         if mine is None:
             return [(False, False)] * len(jobs)
         ls, totals = self._preemptor_share(preemptor, mine)
-        allocated, memos, total = self.allocated, self._bound_memo, self.total
+        allocated, total = self.allocated, self.total
         out = []
         for job in jobs:
             alloc = allocated.get(job.uid)
             if alloc is None:
                 out.append((False, False))
                 continue
-            # The two shares, kept while the job's allocation, its tasks' statuses and the total are the same.
-            memo = job.stats().memo
-            got = memos.get(job.uid)
-            if got is None or got[0] is not alloc or got[1] is not memo or got[2] is not total:
-                rem = dict(alloc.items())
-                s0 = _rem_share(rem, totals)
-                for t in job.tasks.values():
-                    if t.status in _RUNNING:
-                        for k, v in t.resreq.items():
-                            rem[k] = rem.get(k, 0) - v
-                got = memos[job.uid] = (alloc, memo, total, s0, _rem_share(rem, totals))
-            s0, s_all = got[3], got[4]  # given when the preemptor's share is below or within SHARE_DELTA (victims)
+            # The two shares, once per change of the job's tasks, allocation and the cluster's total.
+            s0, s_all = job.memo(("drf.job_bound", alloc, total), lambda j: _bound_shares(j, alloc, totals))
+            # given when the preemptor's share is below or within SHARE_DELTA (victims)
             out.append((ls < s0 or abs(ls - s0) <= SHARE_DELTA, ls < s_all or abs(ls - s_all) <= SHARE_DELTA))
         return out
 
