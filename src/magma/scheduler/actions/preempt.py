@@ -820,8 +820,7 @@ class Evictor:
         nodes = ssn.nodes
         statuses = self.statuses | WHOLE_STATUSES
         total: np.ndarray | None = None
-        # jobs that are never a candidate of scope "queue" (candidates_on), or have no task a unit could take, left
-        # out
+        # left out: jobs never a candidate of scope "queue" (candidates_on), jobs without a task a unit could take
         jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
                 if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled
                 and job.count(statuses)]
