@@ -641,12 +641,15 @@ class Evictor:
         if early:
             # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
             # predicates (nor on the victim index): without a node where either holds the task, fail before them.
-            shortfall = self._quota_shortfall(queue, task)
-            free_ok = shortfall is None or shortfall.is_empty()
+            # (Without free room anywhere, whether the queue must give back first does not matter here.)
             free_all = (fut >= vec).all(axis=1)
-            if not (free_ok and free_all.any()) and not self._can_plan(
-                    task, fut, self._voted_bound(task, pjob), free_all, free_ok).any():
+            any_free = bool(free_all.any())
+            shortfall = self._quota_shortfall(queue, task) if any_free else None
+            free_ok = any_free and (shortfall is None or shortfall.is_empty())
+            if not free_ok and not self._can_plan(task, fut, self._voted_bound(task, pjob), free_all, False).any():
                 return False
+            if not any_free:
+                shortfall = self._quota_shortfall(queue, task)
         idx = self.victim_index(pjob, task, scope)
         room = ((fut + idx.evictable) >= vec).all(axis=1)
         if fastpath.preempt_pruning and not room.any():
