@@ -294,8 +294,8 @@ class DrfPlugin:
 
     def _preemptor_share(self, preemptor: TaskInfo, mine: Resources) -> tuple[float, list[tuple[str, int]]]:
         """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation), and the
-        cluster's totals to divide by: kept while its job's allocation and the total are the same objects (asked
-        for every node a preemptor looks at)."""
+        cluster's totals to divide by: kept per job and request while the job's allocation and the total are the
+        same objects (asked for every node a preemptor looks at)."""
         key = (preemptor.job, preemptor.resreq)
         got = self._vote_memo.get(key) if fastpath.drf_vote_bound else None
         if got is not None and got[0] is mine and got[1] is self.total:

@@ -77,6 +77,7 @@ class PriorityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn("task_order", NAME, task_order)
         ssn.add_fn("job_order", NAME, job_order)
+
         def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
             return priority_victims(ssn, actor, cands), False
 
