@@ -88,7 +88,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
   running tasks when the share left after evicting them all is (evicting only lowers a share). A node without
   room from such jobs gives no plan (preempt_pruning's argument). Neither that room nor free room depends on the
-  predicates: a task with neither on any node fails before they are run.
+  predicates: a task with neither on any node fails before they are run. Used for preemptor queues of at most
+  `VOTED_JOBS` jobs (for more, the kept per-priority sums are cheaper; either bound is exact). The bounds are
+  functions of the preemptor's job and request: the room is kept by those for one version of the session, and
+  drf keeps a job's two shares in the job's memo (its tasks' statuses, allocation and the total name them).
 - `preempt_job_quota` (preempt's phase 2, scope "job"): when a node passing the predicates has free room for the
   task, that free room is the first plan found (nodes with room come first in both orders, and free room is a
   plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
