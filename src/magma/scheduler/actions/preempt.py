@@ -650,6 +650,14 @@ class Evictor:
                 return False
             if not any_free:
                 shortfall = self._quota_shortfall(queue, task)
+        early_cross = fastpath.preempt_pruning and scope == "cross"
+        if early_cross:
+            # Which queues a plan may take from, and whether free room is a plan, depend neither on the predicates
+            # nor on the victim index: with neither, fail before them.
+            self._entitled = self.entitlement(queue, task)
+            if not (self._entitled[1] >= len(self._entitled[0]) and (fut >= vec).all(axis=1).any()) and not any(
+                    self._open_to(pjob, q) for q in self.jobs_by_queue()):
+                return False
         idx = self.victim_index(pjob, task, scope)
         room = ((fut + idx.evictable) >= vec).all(axis=1)
         if fastpath.preempt_pruning and not room.any():
@@ -663,7 +671,7 @@ class Evictor:
             return False
         if not early:
             shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
-        if scope == "cross":
+        if scope == "cross" and not early_cross:
             self._entitled = self.entitlement(queue, task)
         free = (fut[rows] >= vec).all(axis=1)
         if fastpath.preempt_job_quota and scope == "job" and free.any() and not ssn.allocatable(queue, task):
@@ -843,11 +851,9 @@ class Evictor:
         preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
         Bound tasks a whole-job eviction adds. None when there are none."""
         by_queue = self._queue_index()
-        chain = set(queue_chain(self.ssn, pjob.queue))
-        pchain, level = self._entitled
         parts = []
         for q, idx in by_queue.items():
-            if q == pjob.queue or not self._reclaimable_branch(q, chain) or self._queue_blocked(q, pchain, level):
+            if not self._open_to(pjob, q):
                 continue
             parts.append(idx.evictable[rows])
             extra = self._whole_extra.get(q)
@@ -856,6 +862,13 @@ class Evictor:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+
+    def _open_to(self, pjob: JobInfo, q: str) -> bool:
+        """Whether a preemptor of `pjob` may take from queue `q` across queues (as `self._entitled` stands): another
+        queue, in a reclaimable branch, that `_constraints_ok` does not refuse outright."""
+        pchain, level = self._entitled
+        return (q != pjob.queue and self._reclaimable_branch(q, set(queue_chain(self.ssn, pjob.queue)))
+                and not self._queue_blocked(q, pchain, level))
 
     def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
         """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""

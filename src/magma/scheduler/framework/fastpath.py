@@ -36,7 +36,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
   left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
   search): when none does, the task fails unscored, as the search would have found nothing in any order. When no
-  node has the room even with every possible victim gone, the task fails before the predicates are run.
+  node has the room even with every possible victim gone, the task fails before the predicates are run; across
+  queues, so does a task that no queue is open to (all refused outright) and free room cannot serve.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
   from its own state: `Session.node_scores_key`) and the share plugin's queue figures (of the queues asked
   about only: a preemptor queue's chain) are computed once per version of the session and kept for later
