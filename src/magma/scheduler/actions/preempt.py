@@ -231,7 +231,11 @@ class Evictor:
     built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
     above their deserved share); node scores are kept per node state and the share plugin's figures per version of
     the session (fastpath.preempt_caches), node scores also across sessions (fastpath.scores_across_sessions); a
-    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room)."""
+    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room). Within a
+    queue of few jobs, nodes are bounded by the jobs the Preemptable vote may give at all, before the predicates
+    and the victim index (fastpath.preempt_vote_bound); phase 2 stops at once when the queue refuses the task and
+    free room would be the plan (fastpath.preempt_job_quota); queue allocations are summed and queues' victims
+    indexed only when needed (fastpath.preempt_lazy_setup)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
