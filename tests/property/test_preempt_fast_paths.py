@@ -116,9 +116,9 @@ def full_cluster(seed: int, n_nodes: int, n_pending: int) -> list[Object]:
 ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, reclaim, backfill"]
 
 
-SWITCHES = [("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
-             "scores_across_sessions"), ("preempt_pruning",), ("preempt_caches",), ("preempt_active_jobs",),
-            ("drf_vote_bound",), ("preempt_free_room",), ("scores_across_sessions",)]
+PREEMPT_SWITCHES = ("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
+                    "scores_across_sessions", "preempt_vote_bound", "preempt_job_quota", "preempt_lazy_setup")
+SWITCHES = [PREEMPT_SWITCHES, *((name,) for name in PREEMPT_SWITCHES)]  # all of them off, and each alone
 
 
 def sessions(seed: int, n_nodes: int, n_pending: int, fast: bool, actions: str = ACTIONS[0],

@@ -123,3 +123,27 @@ def test_hdrf_off_beside_proportion():
     ssn = open_session(_hdrf_world(2, 4), conf, plugins=["drf"])
     assert ssn.plugins["drf"].hierarchy is False
     assert "drf" not in ssn._fns["queue_order"]
+
+
+def test_job_bounds_follow_the_share_left():
+    # big runs 4 x 2 GPUs (8/16): a preemptor asking 2 GPUs (ls = 2/16) may take some of big but not all of it
+    # (taking all leaves 0); one asking 10 GPUs (ls = 10/16) may take none of it (8/16 is already below).
+    objs = nodes("n", 2) + gang("big", 4, gpu=2, running_on=["n-0"] * 4, min_member=1)
+    objs += gang("small", 1, gpu=2, min_member=1) + gang("huge", 1, gpu=10, min_member=1)
+    ssn = open_session(objs, DRF)
+    drf = ssn.plugins["drf"]
+    big = job(ssn, "big")
+    assert drf.job_bounds(task(ssn, "small-worker-0"), [big]) == [(True, False)]
+    assert drf.job_bounds(task(ssn, "huge-worker-0"), [big]) == [(False, False)]
+    # what victims gives agrees: some of big for small, none for huge
+    tasks = sorted(big.tasks.values(), key=lambda t: t.name)
+    assert drf.victims(task(ssn, "small-worker-0"), tasks)
+    assert drf.victims(task(ssn, "huge-worker-0"), tasks) == []
+
+
+def test_job_bounds_every_task_when_the_preemptor_asks_nothing_dominant():
+    # A preemptor asking no resource of the cluster has share 0: every task of a job may be given.
+    objs = nodes("n", 2) + gang("q", 2, gpu=4, cpu=1, memory="1Gi", running_on=["n-0", "n-1"], min_member=1)
+    objs += gang("p", 1, gpu=0, cpu=0, memory="0", min_member=1)
+    ssn = open_session(objs, DRF)
+    assert ssn.plugins["drf"].job_bounds(task(ssn, "p-worker-0"), [job(ssn, "q")]) == [(True, True)]

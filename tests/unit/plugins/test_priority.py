@@ -55,3 +55,25 @@ def test_starving_when_not_all_tasks_placed():
     ssn = open_session(objs, CONF)
     assert starving(job(ssn, "part")) and not starving(job(ssn, "full"))
     assert ssn.job_starving(job(ssn, "part")) is True
+
+
+def test_job_bounds_by_job_priority():
+    from magma.scheduler.plugins.priority import priority_job_bounds
+
+    ssn = open_session(_world(), CONF)
+    lo_actor = task(ssn, "lo-worker-0")
+    # lo (10) may take none (0) whole, nothing of hi (1000); its own job is judged task by task
+    assert priority_job_bounds(ssn, lo_actor, [job(ssn, "none"), job(ssn, "hi"), job(ssn, "lo")]) == [
+        (True, True), (False, False), (True, True)]
+
+
+def test_session_job_bounds_any_tier_may_decide():
+    # Tier 1 (priority) refuses an equal-priority job; tier 2 (drf) then decides: the session's bound is what drf
+    # may give. With priority alone, nothing.
+    objs = nodes("n", 2) + gang("q", 4, gpu=2, running_on=["n-0"] * 4, min_member=1)
+    objs += gang("p", 1, gpu=2, min_member=1)
+    both = open_session(objs, tiers_config(["priority"], ["drf"]))
+    q = job(both, "q")
+    assert both.victim_job_bounds("preemptable", task(both, "p-worker-0"), [q]) == [(True, False)]
+    alone = open_session(objs, CONF)
+    assert alone.victim_job_bounds("preemptable", task(alone, "p-worker-0"), [job(alone, "q")]) == [(False, False)]

@@ -80,6 +80,7 @@ UNSETTLED = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})  # placed this sess
 MAX_COMBO_JOBS = 3
 MAX_COMBOS = 4096
 PATIENCE = 16  # stop comparing nodes after this many workable ones brought no cheaper victim set
+VOTED_JOBS = 64  # at most this many jobs in the preemptor's queue: nodes bounded by the vote (Evictor._by_votes)
 
 
 # ---------------------------------------------------------------- job selection
@@ -230,7 +231,11 @@ class Evictor:
     built (`_workable`, fastpath.preempt_pruning: across queues most nodes hold only victims of queues that are not
     above their deserved share); node scores are kept per node state and the share plugin's figures per version of
     the session (fastpath.preempt_caches), node scores also across sessions (fastpath.scores_across_sessions); a
-    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room)."""
+    task that free room serves is placed without scoring the other nodes (fastpath.preempt_free_room). Within a
+    queue of few jobs, nodes are bounded by the jobs the Preemptable vote may give at all, before the predicates
+    and the victim index (fastpath.preempt_vote_bound); phase 2 stops at once when the queue refuses the task and
+    free room would be the plan (fastpath.preempt_job_quota); queue allocations are summed and queues' victims
+    indexed only when needed (fastpath.preempt_lazy_setup)."""
 
     def __init__(self, ssn: Session, arguments: dict, reason: str):
         self.ssn = ssn
@@ -239,24 +244,26 @@ class Evictor:
         self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
         self.max_nodes = max(int_arg(arguments, "maxCandidateNodesAbsolute", 100) or 1, 1)
         self.figures = reasons.queue_figures(ssn)
-        self.alloc: dict[str, Resources] = {q: Resources() for q in ssn.queues}
-        for job in ssn.jobs.values():
-            if job.queue in self.alloc:
-                self.alloc[job.queue] = self.alloc[job.queue] + job.allocated()
+        # `alloc`, summed when first read with fastpath.preempt_lazy_setup
+        self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
         self.descendants: dict[str, set[str]] = {q: {q} for q in ssn.queues}
         for q in ssn.queues:
             for a in reasons.ancestors(ssn, q):
                 self.descendants.setdefault(a, {a}).add(q)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
+        self._unindexed: set[str] = set()  # queues not indexed yet
+        self._jobs_by_queue: dict[str, list[JobInfo]] | None = None
         # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
         # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
         # frees when the action takes Running tasks only (reclaim); the jobs indexed.
         self._by_prio: dict[tuple[str, int], np.ndarray] = {}
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
+        self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
+        self._unsettled_at_start = frozenset(self.unsettled)
         self._entitled: tuple[list[str], int] = ([], 0)
         # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
         # session: every eviction, pipelining or commit of this action makes a new version; discarding a statement
@@ -276,6 +283,26 @@ class Evictor:
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
+    @property
+    def alloc(self) -> dict[str, Resources]:
+        """Per queue, its jobs' allocation, kept current as this action evicts and discards. With
+        fastpath.preempt_lazy_setup summed when first read (most actions never read it): the sum is the same then,
+        as the action changes no task's allocated status but by evicting (Bound, Running to Releasing) and
+        discarding those evictions, which `_evict` and `discard` count (pipelining is not an allocated status)."""
+        if self._alloc is None:
+            self._alloc = self._summed_alloc()
+        return self._alloc
+
+    def _summed_alloc(self) -> dict[str, Resources]:
+        ssn = self.ssn
+        sums: dict[str, dict[str, int]] = {q: {} for q in ssn.queues}
+        for job in ssn.jobs.values():
+            acc = sums.get(job.queue)
+            if acc is not None:
+                for k, v in job.allocated().items():
+                    acc[k] = acc.get(k, 0) + v
+        return {q: Resources(acc) for q, acc in sums.items()}
+
     def subtree_alloc(self, name: str) -> Resources:
         total = Resources()
         for d in self.descendants.get(name, {name}):
@@ -286,10 +313,12 @@ class Evictor:
         job = self.ssn.jobs[task.job]
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
+        alloc = self.alloc  # (summed before the eviction, when not yet)
+        self._queue_index(job.queue)  # (indexed before the eviction, when not yet)
         stmt.evict(task, self.reason)
         self.changed(row)
         if counted:
-            self.alloc[job.queue] = self.alloc[job.queue] - task.resreq
+            alloc[job.queue] = alloc[job.queue] - task.resreq
         self._adjust(task, row, -1)
 
     def discard(self, stmt: Statement) -> None:
@@ -299,7 +328,8 @@ class Evictor:
                 task = op.task
                 job = self.ssn.jobs[task.job]
                 if op.previous in ALLOCATED:
-                    self.alloc[job.queue] = self.alloc[job.queue] + task.resreq
+                    alloc = self.alloc
+                    alloc[job.queue] = alloc[job.queue] + task.resreq
                 self._adjust(task, self.ssn.nodes[task.node].index, +1)
             rows.append(op.node.index)
         stmt.discard()
@@ -352,7 +382,7 @@ class Evictor:
             self._score_keys[task.uid] = key = None if key is None else (key, task.shape, task.resreq)
         if key is None:
             return ssn.node_scores(task, rows)
-        ids = self._node_state_ids()[rows]
+        ids = self._node_state_ids(rows)
         n = len(self._state_ids)
         got = self._score_cache.get(key)
         if got is None or len(got[0]) < n:
@@ -389,7 +419,27 @@ class Evictor:
             self._score_keys[task.uid] = None if key is None else (key, task.shape, task.resreq)
         return self._score_keys[task.uid] is not None
 
-    def _node_state_ids(self) -> np.ndarray:
+    def _node_state_ids(self, rows: np.ndarray) -> np.ndarray:
+        """For `rows`, an id of their `Session.node_state` (equal states, equal ids), current for the rows touched.
+        With fastpath.preempt_lazy_setup, ids are made for the rows asked for only (-1: not made yet): an id only
+        names a state, and a row's score is taken from any row of its state."""
+        if not fastpath.preempt_lazy_setup:
+            return self._all_node_state_ids()[rows]
+        if self._row_state is None:
+            self._row_state = np.full(len(self.predicates.rows), -1, dtype=np.int64)
+            self._refreshed = len(self._touched)
+        elif self._refreshed < len(self._touched):
+            self._row_state[np.array(self._touched[self._refreshed:], dtype=np.int64)] = -1
+            self._refreshed = len(self._touched)
+        ids = self._row_state[rows]
+        unknown = ids < 0
+        if unknown.any():
+            new = np.unique(rows[unknown])
+            self._row_state[new] = self._state_id_of(new)
+            ids = self._row_state[rows]
+        return ids
+
+    def _all_node_state_ids(self) -> np.ndarray:
         """Per row, an id of its `Session.node_state` (equal states, equal ids), current for the rows touched."""
         if self._row_state is None:
             self._row_state = self._state_id_of(self.predicates.rows)
@@ -426,68 +476,95 @@ class Evictor:
             self._by_prio[(job.queue, job.priority)][row] += sign * task.vec
 
     # ------------------------------------------------------------ eligible victims
-    def _queue_index(self) -> dict[str, VictimIndex]:
+    def _queue_index(self, queue: str | None = None) -> dict[str, VictimIndex]:
         """Every task that may ever be a victim in this action (status, preemptable, not critical, on a node of the
-        session, of a job not placed in this session), per queue: built once, kept current by _evict/discard."""
+        session, of a job not placed in this session), per queue: built once, kept current by _evict/discard.
+
+        With `queue`, only that queue's entry is sure to be there (fastpath.preempt_lazy_setup: each queue's is
+        built when first needed). A queue's is built as it would have been at the first place: from the jobs
+        unsettled when the action began, and before an eviction changes its tasks (`_evict`; nothing else of the
+        action changes a Bound or Running task)."""
         if self._by_queue is None:
-            ssn = self.ssn
-            nodes = ssn.nodes
             self._by_queue = {}
-            # Rows and requests gathered per index (and job priority), summed with np.add.at (not row by row).
-            gathered: dict[str, tuple[list[int], list[np.ndarray], list[int]]] = {}
-            extras: dict[str, tuple[list[int], list[np.ndarray]]] = {}
-            for job in sorted_by_uid(ssn.jobs.values()):
-                if job.uid in self.unsettled:
-                    continue
-                self._indexed.add(job.uid)
-                idx = self._by_queue.get(job.queue)
-                if idx is None:
-                    idx = self._by_queue[job.queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
-                    gathered[job.queue] = ([], [], [])
-                rows, vecs, prios = gathered[job.queue]
-                if (job.queue, job.priority) not in self._by_prio:
-                    self._by_prio[(job.queue, job.priority)] = np.zeros_like(ssn.table.idle)
-                for t in job.tasks.values():
-                    if not evictable(t) or t.node not in nodes:
-                        continue
-                    if t.status not in self.statuses:
-                        if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
-                            got = extras.setdefault(job.queue, ([], []))
-                            got[0].append(nodes[t.node].index)
-                            got[1].append(t.vec)
-                        continue
-                    row = nodes[t.node].index
-                    idx.by_row.setdefault(row, []).append(t)
-                    rows.append(row)
-                    vecs.append(t.vec)
-                    prios.append(job.priority)
-            for q, (rows, vecs, prios) in gathered.items():
-                if not rows:
-                    continue
-                at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
-                np.add.at(self._by_queue[q].evictable, at, add)
-                for p in np.unique(prio):
-                    mask = prio == p
-                    np.add.at(self._by_prio[(q, int(p))], at[mask], add[mask])
-            for q, (rows, vecs) in extras.items():
-                extra = self._whole_extra[q] = np.zeros_like(ssn.table.idle)
-                np.add.at(extra, np.array(rows), np.stack(vecs))
+            self._unindexed = set(self.jobs_by_queue())
+        if self._unindexed:
+            if queue is None or not fastpath.preempt_lazy_setup:
+                for q in sorted(self._unindexed):
+                    self._index_queue(q, self.jobs_by_queue()[q])
+                self._unindexed.clear()
+            elif queue in self._unindexed:
+                self._unindexed.discard(queue)
+                self._index_queue(queue, self.jobs_by_queue()[queue])
         return self._by_queue
+
+    def jobs_by_queue(self) -> dict[str, list[JobInfo]]:
+        """The session's jobs per queue, in uid order (made once)."""
+        if self._jobs_by_queue is None:
+            self._jobs_by_queue = {}
+            for job in sorted_by_uid(self.ssn.jobs.values()):
+                self._jobs_by_queue.setdefault(job.queue, []).append(job)
+        return self._jobs_by_queue
+
+    def _index_queue(self, queue: str, jobs: list[JobInfo]) -> None:
+        """`_queue_index`'s entries for one queue's jobs (in uid order)."""
+        ssn = self.ssn
+        nodes = ssn.nodes
+        # Rows and requests gathered (and job priorities), summed with np.add.at (not row by row).
+        rows: list[int] = []
+        vecs: list[np.ndarray] = []
+        prios: list[int] = []
+        extra_rows: list[int] = []
+        extra_vecs: list[np.ndarray] = []
+        idx: VictimIndex | None = None
+        for job in jobs:
+            if job.uid in self._unsettled_at_start:
+                continue
+            self._indexed.add(job.uid)
+            if idx is None:
+                idx = self._by_queue[queue] = VictimIndex(evictable=np.zeros_like(ssn.table.idle))
+            if (queue, job.priority) not in self._by_prio:
+                self._by_prio[(queue, job.priority)] = np.zeros_like(ssn.table.idle)
+            if not job.count(WHOLE_STATUSES):
+                continue  # no task indexed below (counted once per change of the job's tasks)
+            for t in job.tasks.values():
+                if not evictable(t) or t.node not in nodes:
+                    continue
+                if t.status not in self.statuses:
+                    if t.status in WHOLE_STATUSES:  # Bound, when the action takes Running tasks only
+                        extra_rows.append(nodes[t.node].index)
+                        extra_vecs.append(t.vec)
+                    continue
+                row = nodes[t.node].index
+                idx.by_row.setdefault(row, []).append(t)
+                rows.append(row)
+                vecs.append(t.vec)
+                prios.append(job.priority)
+        if rows:
+            at, add, prio = np.array(rows), np.stack(vecs), np.array(prios)
+            np.add.at(self._by_queue[queue].evictable, at, add)
+            for p in np.unique(prio):
+                mask = prio == p
+                np.add.at(self._by_prio[(queue, int(p))], at[mask], add[mask])
+        if extra_rows:
+            extra = self._whole_extra[queue] = np.zeros_like(ssn.table.idle)
+            np.add.at(extra, np.array(extra_rows), np.stack(extra_vecs))
 
     def victim_index(self, pjob: JobInfo, preemptor: TaskInfo, scope: str) -> VictimIndex:
         """The victims a preemptor of `pjob` may consider in `scope`, by node row, with their summed requests per
         row (an upper bound: tasks of the preemptor's own job, of jobs placed since, and BestEffort rules are
         filtered per node in `candidates_on`)."""
-        by_queue = self._queue_index()
         if scope == "job":
             key = f"job/{pjob.uid}"
             names = [pjob.queue]
+            by_queue = {}  # (not read: the job's own tasks)
         elif scope == "queue":
             key = f"queue/{pjob.queue}"
             names = [pjob.queue]
+            by_queue = self._queue_index(pjob.queue)
         else:
             key = f"cross/{pjob.queue}"
             chain = set(queue_chain(self.ssn, pjob.queue))
+            by_queue = self._queue_index()
             names = [q for q in sorted(by_queue) if q != pjob.queue and self._reclaimable_branch(q, chain)]
         idx = self.index.get(key)
         if idx is not None:
@@ -559,23 +636,54 @@ class Evictor:
         table = ssn.table
         if task.never_preempts:
             return False
+        if not fastpath.preempt_lazy_setup:
+            self._queue_index()  # every queue's victims, at the first place
         queue = ssn.queues[pjob.queue]
-        idx = self.victim_index(pjob, task, scope)
         fut = table.future_idle()
         vec = task.vec
+        early = fastpath.preempt_pruning and scope == "queue" and self._by_votes(pjob)
+        if early:
+            # What the jobs the vote may give could free, and whether free room is a plan, do not depend on the
+            # predicates (nor on the victim index): without a node where either holds the task, fail before them.
+            # (Without free room anywhere, whether the queue must give back first does not matter here.)
+            free_all = (fut >= vec).all(axis=1)
+            any_free = bool(free_all.any())
+            shortfall = self._quota_shortfall(queue, task) if any_free else None
+            free_ok = any_free and (shortfall is None or shortfall.is_empty())
+            if not free_ok and not self._can_plan(task, fut, self._voted_bound(task, pjob), free_all, False).any():
+                return False
+            if not any_free:
+                shortfall = self._quota_shortfall(queue, task)
+        early_cross = fastpath.preempt_pruning and scope == "cross"
+        if early_cross:
+            # Which queues a plan may take from, and whether free room is a plan, depend neither on the predicates
+            # nor on the victim index: with neither, fail before them.
+            self._entitled = self.entitlement(queue, task)
+            if not (self._entitled[1] >= len(self._entitled[0]) and (fut >= vec).all(axis=1).any()) and not any(
+                    self._open_to(pjob, q) for q in self.jobs_by_queue()):
+                return False
+        idx = self.victim_index(pjob, task, scope)
         room = ((fut + idx.evictable) >= vec).all(axis=1)
         if fastpath.preempt_pruning and not room.any():
             return False  # no node has the room, whatever the predicates say: no need to run them
+        if fastpath.preempt_job_quota and scope == "job" and not idx.by_row and not ssn.allocatable(queue, task):
+            return False  # no victims, and free room would be refused (below): whatever the predicates say
         pred = self.predicates.get(task)
         feasible = pred.mask & room
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
-        shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
-        if scope == "cross":
+        if not early:
+            shortfall = self._quota_shortfall(queue, task) if scope == "queue" else Resources()
+        if scope == "cross" and not early_cross:
             self._entitled = self.entitlement(queue, task)
         free = (fut[rows] >= vec).all(axis=1)
-        workable = self._workable(task, pjob, scope, fut, rows, free, shortfall) if fastpath.preempt_pruning else None
+        if fastpath.preempt_job_quota and scope == "job" and free.any() and not ssn.allocatable(queue, task):
+            # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
+            # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
+            return False
+        workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, early)
+                    if fastpath.preempt_pruning else None)
         if workable is not None and not workable.any():
             return False  # no node can give a plan: the loop below would find none
         floor = self.min_priority(idx)[rows]
@@ -640,27 +748,47 @@ class Evictor:
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
-                  free: np.ndarray, shortfall: Resources | None) -> np.ndarray | None:
+                  free: np.ndarray, shortfall: Resources | None, by_votes: bool = False) -> np.ndarray | None:
         """Of `rows`, those where `plan_on_node` may give a plan (a necessary condition; None: no pruning).
 
         A plan other than free room is a set of units, each with pods on the node taken from the node's
         candidates, that frees the task's need there and passes `_constraints_ok`. So the node needs a candidate
         that plan could use, and its future idle plus everything such candidates could free (`_queue_bound`,
         `_cross_bound`) must hold the task. Free room is a plan unless the queue must give back first (scope
-        "queue") or the preemptor's branch is not entitled to grow (scope "cross")."""
+        "queue") or the preemptor's branch is not entitled to grow (scope "cross"). Scope "queue" is bounded by
+        the jobs the vote may give `by_votes` (`_voted_bound`, fastpath.preempt_vote_bound).
+
+        With fastpath.preempt_free_room, when free room is a plan on some row and the queue need not give anything
+        back, the search ends at the first row it visits, a free one (free rows come first in both its orders):
+        the other rows are never looked at, so they need no bound."""
         if scope == "job":
             return None
         if scope == "queue":
-            bound = self._queue_bound(pjob, rows)
             free_ok = shortfall is None or shortfall.is_empty()
         else:
-            bound = self._cross_bound(pjob, rows)
             free_ok = self._entitled[1] >= len(self._entitled[0])
+        if (fastpath.preempt_free_room and free_ok and shortfall is not None and shortfall.is_empty()
+                and free.any()):
+            return free
+        if scope == "queue":
+            if by_votes:
+                voted = self._voted_bound(task, pjob)
+                bound = None if voted is None else voted[rows]
+            else:
+                bound = self._queue_bound(pjob, rows)
+        else:
+            bound = self._cross_bound(pjob, rows)
+        return self._can_plan(task, fut[rows], bound, free, free_ok)
+
+    def _can_plan(self, task: TaskInfo, fut: np.ndarray, bound: np.ndarray | None, free: np.ndarray,
+                  free_ok: bool) -> np.ndarray:
+        """Per row (of `fut`, `bound`, `free` alike): has it a candidate (some pod in `bound`) and the room with all
+        that `bound` frees, or free room when that is a plan (`free_ok`)?"""
         if bound is None:
-            out = np.zeros(len(rows), dtype=bool)  # no candidate anywhere
+            out = np.zeros(len(fut), dtype=bool)  # no candidate anywhere
         else:
             has = bound[:, self.ssn.table.col[PODS]] > 0  # every task counts one pod: some candidate is there
-            out = has & ((fut[rows] + bound) >= task.vec).all(axis=1)
+            out = has & ((fut + bound) >= task.vec).all(axis=1)
         if free_ok:
             out |= free
         return out
@@ -669,7 +797,7 @@ class Evictor:
         """Over `rows` (ascending), what the candidates of scope "queue" could free at most: the queue's victims of
         jobs of the preemptor's priority or lower (`candidates_on`), the preemptor's own job's left out. None when
         there are none."""
-        self._queue_index()
+        self._queue_index(pjob.queue)
         parts = [evictable[rows] for (q, prio), evictable in self._by_prio.items()
                  if q == pjob.queue and prio <= pjob.priority]
         if not parts:
@@ -685,16 +813,51 @@ class Evictor:
                         total[at] -= t.vec
         return total
 
+    def _by_votes(self, pjob: JobInfo) -> bool:
+        """Whether scope "queue" bounds nodes by the jobs the vote may give (`_voted_bound`, with
+        fastpath.preempt_vote_bound): when the preemptor's queue has few jobs. Summing a few jobs' tasks costs less
+        than the victim index (which it does not need); for many, the index's sums kept per priority are cheaper
+        (`_queue_bound`). Either bound is exact."""
+        return fastpath.preempt_vote_bound and len(self.jobs_by_queue().get(pjob.queue, ())) <= VOTED_JOBS
+
+    def _voted_bound(self, task: TaskInfo, pjob: JobInfo) -> np.ndarray | None:
+        """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
+        only when the vote gives some of its tasks and it runs more than its minAvailable, or the vote gives every
+        task it runs (`_units`); `Session.victim_job_bounds` says when the vote cannot. Summed from the jobs' tasks
+        as they are now: a unit takes pods on the node that `candidates_on` offers or, whole, the job's Bound and
+        Running pods there. Over all rows; None when there are none. The vote's bounds are functions of the
+        preemptor's job and request (and the session): kept for this version of the session by those."""
+        key = (pjob.uid, task.resreq)
+        got = self._voted.get(key)
+        if got is not None and got[0] == self.version:
+            return got[1]
+        ssn = self.ssn
+        nodes = ssn.nodes
+        statuses = self.statuses | WHOLE_STATUSES
+        total: np.ndarray | None = None
+        # left out: jobs never a candidate of scope "queue" (candidates_on), jobs without a task a unit could take
+        jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
+                if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled
+                and job.count(statuses)]
+        for job, (some, every) in zip(jobs, ssn.victim_job_bounds("preemptable", task, jobs) if jobs else ()):
+            if not (every or some and job.ready_count() > job.min_available):
+                continue
+            for t in job.tasks.values():
+                if t.status in statuses and evictable(t) and t.node in nodes:
+                    if total is None:
+                        total = np.zeros_like(ssn.table.idle)
+                    total[nodes[t.node].index] += t.vec
+        self._voted[key] = (self.version, total)
+        return total
+
     def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
         """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the
         preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
         Bound tasks a whole-job eviction adds. None when there are none."""
         by_queue = self._queue_index()
-        chain = set(queue_chain(self.ssn, pjob.queue))
-        pchain, level = self._entitled
         parts = []
         for q, idx in by_queue.items():
-            if q == pjob.queue or not self._reclaimable_branch(q, chain) or self._queue_blocked(q, pchain, level):
+            if not self._open_to(pjob, q):
                 continue
             parts.append(idx.evictable[rows])
             extra = self._whole_extra.get(q)
@@ -703,6 +866,13 @@ class Evictor:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+
+    def _open_to(self, pjob: JobInfo, q: str) -> bool:
+        """Whether a preemptor of `pjob` may take from queue `q` across queues (as `self._entitled` stands): another
+        queue, in a reclaimable branch, that `_constraints_ok` does not refuse outright."""
+        pchain, level = self._entitled
+        return (q != pjob.queue and self._reclaimable_branch(q, set(queue_chain(self.ssn, pjob.queue)))
+                and not self._queue_blocked(q, pchain, level))
 
     def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
         """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""

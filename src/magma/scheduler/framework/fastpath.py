@@ -36,7 +36,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   plan changes nothing in the search; when none is left, the task fails before its nodes are scored. The nodes
   left are then tried in an order that needs no scores until one gives a plan (those plans are kept for the
   search): when none does, the task fails unscored, as the search would have found nothing in any order. When no
-  node has the room even with every possible victim gone, the task fails before the predicates are run.
+  node has the room even with every possible victim gone, the task fails before the predicates are run; across
+  queues, so does a task that no queue is open to (all refused outright) and free room cannot serve.
 - `preempt_caches` (preempt, reclaim): within the action, node scores (when every score function scores a node
   from its own state: `Session.node_scores_key`) and the share plugin's queue figures (of the queues asked
   about only: a preemptor queue's chain) are computed once per version of the session and kept for later
@@ -55,7 +56,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   Pending task is passed over before the plugins are asked whether it is valid and starving.
 - `preempt_free_room` (preempt, reclaim, with preempt_pruning): when free room is the first plan found and the
   queue need not give anything back, the search would stop at its first node, a free one; that node (lowest
-  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only.
+  victim priority, best score, lowest row among the free nodes) is taken with scores of the free nodes only. As
+  the search then visits free nodes only (they come first in both its orders), the other nodes are not bounded
+  (`_workable`).
 - `drf_vote_bound` (drf's Preemptable vote): a candidate job whose whole allocation's share is already below
   what the vote asks is refused at once, and once one of its tasks is refused so are the ones offered after it,
   without a share computed per task: evicting tasks only lowers the share. The preemptor's own share is computed
@@ -144,6 +147,34 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   after which nothing it reads changed is taken after a sync that wrote only PodGroup counts, not only after one
   that wrote nothing: such a sync changed no state, so each queue's state logic ran on the states that hold
   after it, and its counts now match what it wrote; run again, it would write nothing.
+- `preempt_vote_bound` (preempt, with preempt_pruning): within the preemptor's queue, the room a node's victims
+  could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
+  run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
+  builds units of voted tasks alone. What the vote may give of a job is bounded tier by tier from the vote
+  functions' own job-level bounds (`Session.victim_job_bounds`: a tier gives a task only when each of its
+  non-abstaining functions does): priority gives a job of lower priority than the preemptor's, whole, or none of
+  it; drf gives no task of a job whose whole allocation's share is below the preemptor's, and not all of a job's
+  running tasks when the share left after evicting them all is (evicting only lowers a share). A node without
+  room from such jobs gives no plan (preempt_pruning's argument). Neither that room nor free room depends on the
+  predicates: a task with neither on any node fails before they are run. Used for preemptor queues of at most
+  `VOTED_JOBS` jobs (for more, the kept per-priority sums are cheaper; either bound is exact). The bounds are
+  functions of the preemptor's job and request: the room is kept by those for one version of the session, and
+  drf keeps a job's two shares in the job's memo (its tasks' statuses, allocation and the total name them).
+- `preempt_job_quota` (preempt's phase 2, scope "job"): when a node passing the predicates has free room for the
+  task, that free room is the first plan found (nodes with room come first in both orders, and free room is a
+  plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
+  holds is up to the queue's Allocatable alone, whatever the node. When Allocatable refuses the task, the task
+  fails before any plan is made or node scored (applying and discarding an empty plan leaves the session and its
+  version as they were); when the job has no task to give either, free room is the only plan, and the task fails
+  before the predicates are run.
+- `preempt_lazy_setup` (preempt, reclaim): the eviction engine sums each queue's allocation when first read (most
+  actions never read it), and indexes a queue's possible victims when a place first takes victims from it (the
+  preemptor's queue; every queue across queues) or an eviction first changes one of its tasks, instead of all
+  queues at the first place. Both come out as they would have been at the start: the only allocated statuses the
+  action changes are its own evictions and their discards, which it counts; an index is made from the Bound and
+  Running tasks, which only evictions change, and from the jobs unsettled when the action began. Node state ids
+  (for the node scores kept by state) are made for the rows whose scores are asked for only: an id only names a
+  state.
 """
 
 from __future__ import annotations
@@ -186,6 +217,9 @@ predicates_kept = True
 fast_template_copy = True
 job_defaults_check = True
 queue_counts_settle = True
+preempt_vote_bound = True
+preempt_job_quota = True
+preempt_lazy_setup = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -194,7 +228,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
-          "fast_template_copy", "job_defaults_check", "queue_counts_settle")
+          "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
+          "preempt_job_quota", "preempt_lazy_setup")
 
 
 @contextmanager

@@ -130,6 +130,7 @@ class Session:
         self._fns[point][plugin] = fn
         self._enabled_cache.pop(point, None)
         self._enabled_cache.pop((point, "flat"), None)
+        self._enabled_cache.pop((point, "job_bounds"), None)
         if point == "task_order":
             self._enabled_cache.pop("task_order_key", None)
         if point == "job_order":
@@ -358,6 +359,39 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("preemptable", preemptor, candidates)
+
+    def victim_job_bounds(self, point: str, actor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+        """What the `point` vote ("preemptable", "reclaimable") may give of each of `jobs` to `actor`, whatever the
+        candidate list: per job (may it give some task of the job, may it give every Bound and Running task of the
+        job when they are all offered).
+
+        A vote function says so with an attribute `job_bounds(actor, jobs)` giving those pairs for itself, where
+        False promises that the function does not abstain and does not give that; a function without one may give
+        anything. The pairs must be functions of the actor's job and request (and the session), not of the actor's
+        other fields: callers keep them for actors of one job with equal requests. A task is given only by the
+        deciding tier (the first whose non-abstaining functions all give something), and there only when every such
+        function gives it: so only by a tier none of whose bounds refuses it. An upper bound, for pruning (preempt's
+        `_workable`)."""
+        tiers = self._enabled_cache.get((point, "job_bounds"))
+        if tiers is None:
+            # per tier with functions (a tier without any never decides), the bounds of those that have one
+            tiers = self._enabled_cache[(point, "job_bounds")] = [
+                [b for b in (getattr(fn, "job_bounds", None) for _, fn in tier) if b is not None]
+                for tier in self._enabled(point) if tier]
+        some = [False] * len(jobs)
+        every = [False] * len(jobs)
+        for bounds in tiers:
+            s = [True] * len(jobs)
+            e = [True] * len(jobs)
+            for bound in bounds:
+                for i, (bs, be) in enumerate(bound(actor, jobs)):
+                    s[i] = s[i] and bs
+                    e[i] = e[i] and be
+            some = [a or b for a, b in zip(some, s)]
+            every = [a or b for a, b in zip(every, e)]
+            if all(some) and all(every):
+                break
+        return list(zip(some, every))
 
     _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
 

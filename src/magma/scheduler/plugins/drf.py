@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 
 from magma.api.resources import Resources
 
-from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
+from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
 
 NAME = "drf"
 SHARE_DELTA = 1e-6
+_RUNNING = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # what evicting a job whole evicts
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 
@@ -169,6 +170,27 @@ def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
     return 0.0
 
 
+def _rem_share(rem: dict[str, int], totals: list[tuple[str, int]]) -> float:
+    """max over the cluster's resources of remaining / total (drf's victims vote, in plain ints)."""
+    best = 0.0
+    for k, v in totals:
+        s = rem.get(k, 0) / v
+        if s > best:
+            best = s
+    return best
+
+
+def _bound_shares(job: JobInfo, alloc: Resources, totals: list[tuple[str, int]]) -> tuple[float, float]:
+    """The share of the job's allocation, and what is left of it after evicting every Bound and Running task."""
+    rem = dict(alloc.items())
+    s0 = _rem_share(rem, totals)
+    for t in job.tasks.values():
+        if t.status in _RUNNING:
+            for k, v in t.resreq.items():
+                rem[k] = rem.get(k, 0) - v
+    return s0, _rem_share(rem, totals)
+
+
 # ---------------------------------------------------------------- the plugin
 
 
@@ -195,7 +217,7 @@ class DrfPlugin:
         self.ssn = ssn
         self.total = total = ssn.total
         self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
-        self._vote_memo: dict[str, tuple] = {}  # preemptor uid -> (its job's allocation, total, share, totals)
+        self._vote_memo: dict[tuple, tuple] = {}  # (job, request) -> (the job's allocation, total, share, totals)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -210,7 +232,11 @@ class DrfPlugin:
             self.total_allocated = Resources.sum(allocated.values())
         self.hierarchy = hdrf_enabled(ssn)
 
-        ssn.add_fn("preemptable", NAME, lambda actor, cands: (self.victims(actor, cands), False))
+        def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
+            return self.victims(actor, cands), False
+
+        vote.job_bounds = self.job_bounds  # type: ignore[attr-defined]
+        ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_order", NAME, self.job_order)
         if self.hierarchy:
             ssn.add_fn("queue_order", NAME, self.queue_order)
@@ -266,22 +292,50 @@ class DrfPlugin:
         """`job_order` as a sort key (Session.job_order_key)."""
         return self.shares.get(job.uid, 0.0)
 
+    def _preemptor_share(self, preemptor: TaskInfo, mine: Resources) -> tuple[float, list[tuple[str, int]]]:
+        """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation), and the
+        cluster's totals to divide by: kept per job and request while the job's allocation and the total are the
+        same objects (asked for every node a preemptor looks at)."""
+        key = (preemptor.job, preemptor.resreq)
+        got = self._vote_memo.get(key) if fastpath.drf_vote_bound else None
+        if got is not None and got[0] is mine and got[1] is self.total:
+            return got[2], got[3]
+        ls = self.share_of(mine + preemptor.resreq)
+        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every
+        # node a preemptor looks at): max over the cluster's resources of remaining / total.
+        totals = [(k, v) for k, v in self.total.items() if v > 0]
+        if fastpath.drf_vote_bound:
+            self._vote_memo[key] = (mine, self.total, ls, totals)
+        return ls, totals
+
+    def job_bounds(self, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+        """What `victims` may give of each job (Session.victim_job_bounds). A candidate is given when the share its
+        job keeps after the candidates of that job taken so far is not below the preemptor's (within SHARE_DELTA);
+        evicting only lowers a share, so no task is given when the whole allocation's share is below, and not
+        every Bound and Running task when the share left after taking all of them is (the last of them offered
+        leaves its job at most that)."""
+        mine = self.allocated.get(preemptor.job)
+        if mine is None:
+            return [(False, False)] * len(jobs)
+        ls, totals = self._preemptor_share(preemptor, mine)
+        allocated, total = self.allocated, self.total
+        out = []
+        for job in jobs:
+            alloc = allocated.get(job.uid)
+            if alloc is None:
+                out.append((False, False))
+                continue
+            # The two shares, once per change of the job's tasks, allocation and the cluster's total.
+            s0, s_all = job.memo(("drf.job_bound", alloc, total), lambda j: _bound_shares(j, alloc, totals))
+            # given when the preemptor's share is below or within SHARE_DELTA (victims)
+            out.append((ls < s0 or abs(ls - s0) <= SHARE_DELTA, ls < s_all or abs(ls - s_all) <= SHARE_DELTA))
+        return out
+
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return []
-        # The preemptor's share and the cluster's totals, kept while its job's allocation and the total are the
-        # same objects (asked for every node a preemptor looks at).
-        got = self._vote_memo.get(preemptor.uid) if fastpath.drf_vote_bound else None
-        if got is not None and got[0] is mine and got[1] is self.total:
-            ls, totals = got[2], got[3]
-        else:
-            ls = self.share_of(mine + preemptor.resreq)
-            # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every
-            # node a preemptor looks at): max over the cluster's resources of remaining / total.
-            totals = [(k, v) for k, v in self.total.items() if v > 0]
-            if fastpath.drf_vote_bound:
-                self._vote_memo[preemptor.uid] = (mine, self.total, ls, totals)
+        ls, totals = self._preemptor_share(preemptor, mine)
         remaining: dict[str, dict[str, int]] = {}
         refused: set[str] = set()
         bound = fastpath.drf_vote_bound

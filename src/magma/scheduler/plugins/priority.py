@@ -58,6 +58,17 @@ def priority_victims(ssn: Session, preemptor: TaskInfo, candidates: list[TaskInf
     return victims
 
 
+def priority_job_bounds(ssn: Session, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+    """What `priority_victims` may give of each job (Session.victim_job_bounds): the whole job or none of it, by
+    job priority, unless it is the preemptor's own job (judged task by task)."""
+    pjob = ssn.jobs.get(preemptor.job)
+    out = []
+    for job in jobs:
+        ok = pjob is not None and ssn.jobs.get(job.uid) is job and (job is pjob or job.priority < pjob.priority)
+        out.append((ok, ok))
+    return out
+
+
 @plugin(NAME)
 class PriorityPlugin:
     def __init__(self, arguments: dict | None = None):
@@ -66,5 +77,10 @@ class PriorityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_fn("task_order", NAME, task_order)
         ssn.add_fn("job_order", NAME, job_order)
-        ssn.add_fn("preemptable", NAME, lambda actor, cands: (priority_victims(ssn, actor, cands), False))
+
+        def vote(actor: TaskInfo, cands: list[TaskInfo]) -> tuple[list[TaskInfo], bool]:
+            return priority_victims(ssn, actor, cands), False
+
+        vote.job_bounds = lambda actor, jobs: priority_job_bounds(ssn, actor, jobs)  # type: ignore[attr-defined]
+        ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_starving", NAME, starving)
