@@ -182,6 +182,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   weights themselves rather than from Fraction(w, W) reduced to lowest terms (the same rational: the same floor);
   and the trim after the rounds, which rebuilds every deserved unchanged when no dimension's sum exceeds the pool,
   is skipped then (checked on the members' deserved as they are).
+- `proportion_skeleton` (proportion's open, with proportion_memo, proportion_open_lean and the job index): when the
+  whole set of figures is not kept, what the build makes before summing the jobs (each taking-part queue's
+  weight, priority, guarantees, capability, realCapability and floor, and which parents' fills to run in which
+  order) is kept by what it reads: the queue bounds' key (cluster total, resources, and per queue its parent,
+  guarantee and capability: the tree's shape and order follow from the parents), the weights and priorities, and
+  the queues holding jobs. Copies of it then get the same sums, root's deserved and fills, in the same order.
 """
 
 from __future__ import annotations
@@ -229,6 +235,7 @@ preempt_job_quota = True
 preempt_lazy_setup = True
 queue_status_memo = True
 water_fill_lean = True
+proportion_skeleton = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -238,7 +245,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
-          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean")
+          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean",
+          "proportion_skeleton")
 
 
 @contextmanager
