@@ -267,7 +267,10 @@ def _status_written(queue: Any, status: dict) -> bool:
     if queue is None:
         return False
     have = queue.status
-    return all(getattr(have, k, None) == v for k, v in status.items())
+    for k, v in status.items():  # (a plain loop: asked for every queue at every close)
+        if not getattr(have, k, None) == v:
+            return False
+    return True
 
 
 def queue_status(ssn: Session) -> dict[str, dict]:
@@ -278,6 +281,26 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     """
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
+    if not fastpath.queue_status_memo:
+        return _rolled_up(ssn, allocated)
+    key = (tuple((name, tuple(q.children)) for name, q in ssn.queues.items()), tuple(allocated.items()))
+    got = _QUEUE_STATUS.get(key)
+    if got is None:
+        if len(_QUEUE_STATUS) >= _QUEUE_STATUS_MAX:
+            _QUEUE_STATUS.clear()
+        got = _QUEUE_STATUS[key] = _rolled_up(ssn, allocated)
+    # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
+    return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
+
+
+# queue_status's answers by the queue tree and the per-queue allocations it rolls up (fastpath.queue_status_memo):
+# between sessions the allocations often come back to values seen before, and the roll-up is pure.
+_QUEUE_STATUS: dict[tuple, dict[str, dict]] = {}
+_QUEUE_STATUS_MAX = 1024
+
+
+def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:
+    """Each queue's allocation plus its descendants', as quantities."""
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
         total = allocated[name]

@@ -445,6 +445,8 @@ def test_water_fill_in_ints_gives_the_resources_arithmetic_answer(members, pool)
         water_fill(Resources(pool), ms)
         return [(list(m.deserved.items()), m.share) for m in ms]
 
-    with fastpath.disabled("water_fill_ints"):
+    with fastpath.disabled("water_fill_ints", "water_fill_lean"):
         plain = fill()
+    with fastpath.disabled("water_fill_lean"):  # fastpath.water_fill_lean: no Fraction, no trim without overshoot
+        assert fill() == plain
     assert fill() == plain

@@ -175,6 +175,19 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   Running tasks, which only evictions change, and from the jobs unsettled when the action began. Node state ids
   (for the node scores kept by state) are made for the rows whose scores are asked for only: an id only names a
   state.
+- `queue_status_memo` (close): close's queue status (each queue's allocation plus its descendants', as quantities)
+  is kept by the queue tree (names in order, children) and the per-queue allocations it rolls up: it is a pure
+  function of those. Each session gets fresh dicts of the kept texts (the cluster keeps the dicts it is given).
+- `water_fill_lean` (proportion, with water_fill_ints): a round's weighted part floor(v * w / W) is taken from the
+  weights themselves rather than from Fraction(w, W) reduced to lowest terms (the same rational: the same floor);
+  and the trim after the rounds, which rebuilds every deserved unchanged when no dimension's sum exceeds the pool,
+  is skipped then (checked on the members' deserved as they are).
+- `proportion_skeleton` (proportion's open, with proportion_memo, proportion_open_lean and the job index): when the
+  whole set of figures is not kept, what the build makes before summing the jobs (each taking-part queue's
+  weight, priority, guarantees, capability, realCapability and floor, and which parents' fills to run in which
+  order) is kept by what it reads: the queue bounds' key (cluster total, resources, and per queue its parent,
+  guarantee and capability: the tree's shape and order follow from the parents), the weights and priorities, and
+  the queues holding jobs. Copies of it then get the same sums, root's deserved and fills, in the same order.
 """
 
 from __future__ import annotations
@@ -220,6 +233,9 @@ queue_counts_settle = True
 preempt_vote_bound = True
 preempt_job_quota = True
 preempt_lazy_setup = True
+queue_status_memo = True
+water_fill_lean = True
+proportion_skeleton = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -229,7 +245,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
-          "preempt_job_quota", "preempt_lazy_setup")
+          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean",
+          "proportion_skeleton")
 
 
 @contextmanager

@@ -482,6 +482,7 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
     requests = [m.request._v for m in members]
     floors = [m.floor._v for m in members]
     weights = [m.weight for m in members]
+    lean = fastpath.water_fill_lean
     for _ in range(max_rounds):
         weight = sum(w for w, done in zip(weights, met) if not done)
         if weight <= 0:
@@ -493,8 +494,11 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
             if met[i]:
                 continue
             old = deserved[i]
-            f = Fraction(weights[i], weight)
-            num, den = f.numerator, f.denominator
+            if lean:  # floor(v * w / W) is floor(v * num / den) for num/den = w/W in lowest terms
+                num, den = weights[i], weight
+            else:
+                f = Fraction(weights[i], weight)
+                num, den = f.numerator, f.denominator
             # old + remaining.scaled(f)
             d = dict(old)
             for k, v in remaining.items():
@@ -536,6 +540,8 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
 
 
 def _trim(pool: Resources, members: list[QueueAttr]) -> None:
+    if fastpath.water_fill_lean and not _overshoots(pool, members):
+        return  # every dimension's sum fits the pool: each deserved would be rebuilt equal to itself
     dims = set()
     for m in members:
         dims.update(m.deserved)
@@ -581,3 +587,13 @@ def victim_order(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
         return c or -ssn.task_order_cmp(a, b)
 
     return sorted(tasks, key=functools.cmp_to_key(cmp))
+
+
+def _overshoots(pool: Resources, members: list[QueueAttr]) -> bool:
+    """Whether the members' deserved sum to more than the pool (taken as at least 0) on some dimension."""
+    totals: dict[str, int] = {}
+    for m in members:
+        for k, v in m.deserved._v.items():
+            totals[k] = totals.get(k, 0) + v
+    cap = pool._v
+    return any(t > max(cap.get(k, 0), 0) for k, t in totals.items())

@@ -148,7 +148,10 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
            tuple((q, *(index.queue_sum(q, f) for f in _SUMMED)) for q in names))
     got = _ATTRS.get(key)
     if got is None:
-        attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
+        if fastpath.proportion_skeleton and fastpath.proportion_open_lean:
+            attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, key[1], tuple(names)))
+        else:
+            attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
         if len(_ATTRS) >= _ATTRS_MAX:
             _ATTRS.clear()
         _ATTRS[key] = {n: _copy(at) for n, at in attrs.items()}  # as built: the session's own change
@@ -232,6 +235,74 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
         members = [attrs[c] for c in tree.children(n) if c in attrs]
         if members:
             fill(attrs[n].deserved, members)
+    root.update_share()
+    return attrs
+
+
+# What _build_attrs makes before it sums the jobs, by what that reads (fastpath.proportion_skeleton): the queue bounds'
+# inputs (the tree included), the queues' weights and priorities, and the queues holding jobs.
+_SKELETONS: dict[tuple, tuple[dict[str, QueueAttr], list[tuple[str, tuple[str, ...]]]]] = {}
+_SKELETONS_MAX = 256
+
+
+def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
+              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list]:
+    """The taking-part queues' figures before the sums (lean, as _build_attrs makes them, realCapability and floor
+    set), and the fills to run top-down: (parent, its taking-part children)."""
+    guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
+    order = tree.top_down()
+    taking_part = {ROOT}
+    for q in queues_with_jobs:
+        if q in info:
+            taking_part.add(q)
+            taking_part.update(tree.ancestors(q))
+    attrs: dict[str, QueueAttr] = {}
+    for n in order:
+        if n not in taking_part:
+            continue
+        q = info[n]
+        attrs[n] = QueueAttr(
+            name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
+            guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n], real_capability=EMPTY,
+            deserved=EMPTY, allocated=EMPTY, request=EMPTY, inqueue=EMPTY, elastic=EMPTY, floor=EMPTY,
+            has_jobs=n in queues_with_jobs,
+        )
+    for n, at in attrs.items():  # (the sums below touch other fields: setting these first changes nothing)
+        at.real_capability = real[n]
+        at.floor = floor[n]
+    plan = []
+    for n in order:
+        if n in attrs:
+            kids = tuple(c for c in tree.children(n) if c in attrs)
+            if kids:
+                plan.append((n, kids))
+    return attrs, plan
+
+
+def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
+                         key: tuple) -> dict[str, QueueAttr]:
+    """`_build_attrs` with the job index, from the kept skeleton: copies of its figures, then the same sums, root's
+    deserved and fills in the same order."""
+    got = _SKELETONS.get(key)
+    if got is None:
+        if len(_SKELETONS) >= _SKELETONS_MAX:
+            _SKELETONS.clear()
+        got = _SKELETONS[key] = _skeleton(ssn, tree, dims, info, key[2], key[0])
+    skeleton, plan = got
+    attrs = {n: _copy(at) for n, at in skeleton.items()}
+    for qname in key[2]:
+        if qname not in attrs:
+            continue
+        alloc, req = index.queue_sum(qname, "allocated"), index.queue_sum(qname, "request")
+        inq, ela = index.queue_sum(qname, "inqueue"), index.queue_sum(qname, "elastic")
+        for n in (qname, *tree.ancestors(qname)):
+            at = attrs[n]
+            at.allocated, at.request = at.allocated + alloc, at.request + req
+            at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
+    root = attrs[ROOT]
+    root.deserved = root.real_capability
+    for n, kids in plan:
+        fill(attrs[n].deserved, [attrs[c] for c in kids])
     root.update_share()
     return attrs
 
