@@ -245,8 +245,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
-          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean",
-          "proportion_skeleton")
+          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton")
 
 
 @contextmanager
