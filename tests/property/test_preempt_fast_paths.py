@@ -117,7 +117,8 @@ ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, 
 
 
 PREEMPT_SWITCHES = ("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
-                    "scores_across_sessions", "preempt_vote_bound", "preempt_job_quota", "preempt_lazy_setup")
+                    "scores_across_sessions", "preempt_vote_bound", "preempt_job_quota", "preempt_lazy_setup",
+                    "preempt_figures_memo", "preempt_fit_once")
 SWITCHES = [PREEMPT_SWITCHES, *((name,) for name in PREEMPT_SWITCHES)]  # all of them off, and each alone
 
 

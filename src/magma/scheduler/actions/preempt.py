@@ -261,6 +261,9 @@ class Evictor:
         self._whole_extra: dict[str, np.ndarray] = {}
         self._indexed: set[str] = set()
         self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
+        # entitlement's and _quota_shortfall's answers from the share plugin's figures, by (version of the session,
+        # queue, request) (fastpath.preempt_figures_memo)
+        self._by_figures: dict[tuple, object] = {}
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._unsettled_at_start = frozenset(self.unsettled)
@@ -891,18 +894,33 @@ class Evictor:
         siblings does not change their parent's allocation. Without a share plugin's figures, Volcano's
         Preemptive vote decides for the whole chain."""
         ssn = self.ssn
+        key = ("entitlement", self.version, queue.name, task.resreq) if fastpath.preempt_figures_memo else None
+        got = self._by_figures.get(key) if key is not None else None
+        if got is not None:
+            return got
         chain = queue_chain(ssn, queue.name)
         figs = self.live_figures(chain)
         if queue.name not in figs:
-            return chain, (len(chain) if ssn.preemptive(queue, task) else 0)
+            return chain, (len(chain) if ssn.preemptive(queue, task) else 0)  # a vote on the task: not kept
         dims = [r for r, v in task.resreq.items() if v > 0 and r != PODS]
+        level = len(chain)
         for i, name in enumerate(chain):
             d, a = _figure(figs, name, "deserved"), _figure(figs, name, "allocated")
             if d is None or a is None:
                 continue
             if any(a[r] + task.resreq[r] > d[r] for r in dims):
-                return chain, i
-        return chain, len(chain)
+                level = i
+                break
+        if key is not None:
+            self._keep_by_figures(key, (chain, level))
+        return chain, level
+
+    def _keep_by_figures(self, key: tuple, value: object) -> None:
+        """Keep an answer that reads the session only through `live_figures` (fastpath.preempt_figures_memo):
+        a version names one state of the session, and a discard goes back to the version before its statement."""
+        if len(self._by_figures) >= 4096:
+            self._by_figures.clear()
+        self._by_figures[key] = value
 
     def cross_entitled(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """May `task` take from other queues at all? Its own queue must stay within its deserved share."""
@@ -917,6 +935,9 @@ class Evictor:
         ssn = self.ssn
         if ssn.allocatable(queue, task):
             return Resources()
+        key = ("shortfall", self.version, queue.name, task.resreq) if fastpath.preempt_figures_memo else None
+        if key is not None and key in self._by_figures:
+            return self._by_figures[key]
         chain = queue_chain(ssn, queue.name)
         figs = self.live_figures(chain)
         out: dict[str, int] = {}
@@ -932,7 +953,10 @@ class Evictor:
                 gap = a[r] + v - d[r]
                 if gap > out.get(r, 0):
                     out[r] = gap
-        return Resources(out) if found else None
+        got = Resources(out) if found else None
+        if key is not None:
+            self._keep_by_figures(key, got)
+        return got
 
     # ------------------------------------------------------------ planning on one node
     def plan_on_node(self, task: TaskInfo, pjob: JobInfo, scope: str, row: int, idx: VictimIndex,
@@ -1170,7 +1194,8 @@ class Evictor:
         for t in plan.pods:
             if t.status in WHOLE_STATUSES:
                 self._evict(node_stmt, t)
-        if not self._fits_now(task, queue, scope, plan.row) and scope == "queue":
+        fits = self._fits_now(task, queue, scope, plan.row)
+        if not fits and scope == "queue":
             # The queue's limit still refuses the task: give back more of the queue's own work on this node,
             # whole jobs in victim order, as Volcano's preemptorFitsOnNode loop does.
             extra = self.candidates_on(idx, plan.row, pjob, task, scope)
@@ -1182,7 +1207,10 @@ class Evictor:
                 for t in unit.pods:
                     if t.status in WHOLE_STATUSES:
                         self._evict(node_stmt, t)
-        if not self._fits_now(task, queue, scope, plan.row):
+            fits = None  # asked again below: evictions may have happened
+        if not fastpath.preempt_fit_once or fits is None:
+            fits = self._fits_now(task, queue, scope, plan.row)
+        if not fits:
             self.discard(node_stmt)
             return False
         node_stmt.pipeline(task, node)

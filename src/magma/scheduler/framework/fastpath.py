@@ -188,6 +188,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   order) is kept by what it reads: the queue bounds' key (cluster total, resources, and per queue its parent,
   guarantee and capability: the tree's shape and order follow from the parents), the weights and priorities, and
   the queues holding jobs. Copies of it then get the same sums, root's deserved and fills, in the same order.
+- `preempt_figures_memo` (preempt, reclaim): whether a preemptor's branch is entitled to grow across queues
+  (`Evictor.entitlement`) and what its queue must give back first (`Evictor._quota_shortfall`, after the queue's
+  Allocatable vote, which is still asked every time) are computed from the share plugin's figures of the queue's
+  chain and the task's request alone; they are kept by (version of the session, queue, request). A version names
+  one state of the session (every eviction, pipelining or commit of the action makes a new one, and discarding a
+  statement goes back to the version before it: preempt_caches keeps the figures themselves the same way), so
+  the many jobs of a queue that fail in turn at the same version, asking with equal requests, share the answer.
+  An entitlement judged by the Preemptive vote (no figures for the queue) is not kept.
+- `preempt_fit_once` (preempt, reclaim): applying a plan asks whether the task fits its node now (resources, the
+  queue's Allocatable, the predicates) once, and again only after it evicted more of the queue's work; the
+  straightforward code asks a second time with nothing changed in between.
 """
 
 from __future__ import annotations
@@ -236,6 +247,8 @@ preempt_lazy_setup = True
 queue_status_memo = True
 water_fill_lean = True
 proportion_skeleton = True
+preempt_figures_memo = True
+preempt_fit_once = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -245,7 +258,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
-          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton")
+          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
+          "preempt_figures_memo", "preempt_fit_once")
 
 
 @contextmanager
