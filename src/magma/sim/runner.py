@@ -429,7 +429,8 @@ class _Recorder:
         trace.evicted_pods.update(result.evicted_uids)
         pods: set[str] = set()
         owners: set[str] = set()  # "Job key" / "PodGroup key" whose start or end may have come
-        nodes = requeue = False
+        nodes = False
+        requeued: list[str] = []  # PodGroups of running pods whose queue changed, appeared or went
         for kind, key in changes:
             if kind == "Pod":
                 pods.add(key)
@@ -442,7 +443,7 @@ class _Recorder:
                     (known.add if key in now_in else known.discard)(key)
                 if kind == "PodGroup" and key in self.groups and \
                         self.group_queue.get(key, "") != _podgroup_queue(state, key):
-                    requeue = True  # a running pod's queue changed
+                    requeued.append(key)  # a running pod's queue changed
             elif kind == "Node":
                 nodes = True
         position = cluster.position
@@ -515,6 +516,9 @@ class _Recorder:
                 if before is not None:
                     self.count[before] -= 1
                     owners.add(before)
+        # Every queue again only when such a PodGroup still has running pods after the pods above: a job that
+        # ends has its PodGroup deleted as its pods stop, and the pods written here have their queue read afresh.
+        requeue = any(key in self.groups for key in requeued)
         self._track(t, state, owners)
         if result.reservations or result.backfilled:
             ident = _ident_of_podgroup(state)
