@@ -173,14 +173,17 @@ class Simulation:
         # fewer survivors are promoted into the full passes. Only the time spent collecting changes; the
         # collector's settings are restored and the objects handed back to it when the run ends.
         thresholds = gc.get_threshold()
-        gc.freeze()
+        freeze = not gc.get_freeze_count()  # a caller that froze objects itself keeps them frozen
+        if freeze:
+            gc.freeze()
         if thresholds[0]:  # 0: automatic collection is off, and stays off
             gc.set_threshold(max(thresholds[0], _GC_YOUNG_THRESHOLD), *thresholds[1:])
         try:
             return self._run(progress)
         finally:
             gc.set_threshold(*thresholds)
-            gc.unfreeze()
+            if freeze:
+                gc.unfreeze()
 
     def _run(self, progress: Callable[[float, float], None] | None) -> Trace:
         t = 0.0
