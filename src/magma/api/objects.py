@@ -290,7 +290,7 @@ class PodSpec(KubeModel):
             total = Resources()
             for c in self.containers:
                 total = total + c.resources.effective()
-            return total.max_with(Resources())
+            return total.clamp_min_zero()  # the max with nothing: the same entries, without the set of names
         sidecars = Resources()
         init_peak = Resources()
         for c in self.init_containers:

@@ -95,17 +95,34 @@ class JobIndex:
             # written, say): summing afresh is quicker than taking each job out and in
             self.rebuild(jobs, self.total, order)
             return
+        records = self.records
         for uid in uids:
-            if uid in self.records:
-                self._remove(uid)
             job = jobs.get(uid)
-            if job is not None:
-                self._add(uid, job, order(job))
+            old = records.get(uid)
+            if job is None:
+                if old is not None:
+                    self._remove(uid)
+                continue
+            place = order(job)
+            rec = self._record(job, place)
+            if old is not None:
+                if rec.same(old):
+                    continue  # what it counts is what it counted (a PodGroup status written back, say)
+                self._remove(uid)
+            self._add(uid, job, place, rec=rec)
 
-    def _add(self, uid: str, job: JobInfo, order: tuple[int, int], bulk: bool = False) -> None:
-        """Record a job; `bulk`: the queue's sums and uids are made by the caller (rebuild)."""
+    def _record(self, job: JobInfo, order: tuple[int, int]) -> JobRecord:
         sums, share, dims = self.figures(job, self.total)
-        rec = self.records[uid] = JobRecord(job.queue, job.key, order, sums, share, dims, self.quiet(job))
+        return JobRecord(job.queue, job.key, order, sums, share, dims, self.quiet(job))
+
+    def _add(self, uid: str, job: JobInfo, order: tuple[int, int], bulk: bool = False,
+             rec: JobRecord | None = None) -> None:
+        """Record a job (`rec`: its record, already made); `bulk`: the queue's sums and uids are made by the
+        caller (rebuild)."""
+        if rec is None:
+            rec = self._record(job, order)
+        self.records[uid] = rec
+        sums, share, dims = rec.sums, rec.share, rec.dims
         if not bulk:
             q = self.queue_sums.get(rec.queue)
             if q is None:
