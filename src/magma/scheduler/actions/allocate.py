@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import weakref
 from collections import deque
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
@@ -57,6 +56,7 @@ import numpy as np
 
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
 from ..framework.jobindex import session_jobs
+from ..framework.kept import PerConfig
 from ..framework.session import PredicateResult
 from .. import reasons
 
@@ -347,8 +347,7 @@ def state_score_list(ssn: Session, memo: dict[bytes, float], task: TaskInfo, row
 # (fastpath.allocate_scores_kept): a task with a `Session.node_scores_key` scores a node as a function of that key
 # and the node's `Session.node_state` alone, and the configuration fixes the plugins and their arguments. The
 # NodeTable's dimensions (what the state's columns mean) are part of the key.
-_KEPT_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
-_KEPT_SCORES_MAX = 100_000
+_KEPT_SCORES = PerConfig(max_entries=100_000, max_keys=4096)
 
 
 def kept_scores(ssn: Session, score_key: tuple, task: TaskInfo) -> dict[bytes, float]:
@@ -357,23 +356,8 @@ def kept_scores(ssn: Session, score_key: tuple, task: TaskInfo) -> dict[bytes, f
     configuration with fastpath.allocate_scores_kept, else a new one."""
     if not fastpath.allocate_scores_kept:
         return {}
-    config = ssn.config
-    try:
-        entry = _KEPT_SCORES.get(id(config))
-        if entry is None or entry[0]() is not config:
-            for k in [k for k, (ref, _) in _KEPT_SCORES.items() if ref() is None]:
-                del _KEPT_SCORES[k]
-            entry = _KEPT_SCORES[id(config)] = (weakref.ref(config), {})
-    except TypeError:  # a configuration without weak references: nothing kept
-        return {}
-    by_key = entry[1]
-    full = (tuple(ssn.table.dims), score_key, tuple(task.resreq.items()))
-    got = by_key.get(full)
-    if got is None:
-        if len(by_key) >= 4096 or sum(len(v) for v in by_key.values()) >= _KEPT_SCORES_MAX:
-            by_key.clear()
-        got = by_key[full] = {}
-    return got
+    got = _KEPT_SCORES.memo(ssn.config, (tuple(ssn.table.dims), score_key, tuple(task.resreq.items())))
+    return {} if got is None else got
 
 
 class SharedGroup:

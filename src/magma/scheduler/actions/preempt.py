@@ -70,6 +70,7 @@ from ..framework import (
 )
 from .. import reasons
 from ..framework.jobindex import session_jobs
+from ..framework.kept import PerConfig
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
@@ -1234,28 +1235,11 @@ class Evictor:
 # (fastpath.scores_across_sessions): a score with a `Session.node_scores_key` is a function of that key, the
 # task's shape and request and the node's `node_state` alone, and the configuration fixes the plugins and their
 # arguments. The NodeTable's dimensions (the meaning of the state's columns) are part of the key.
-_SCORES: dict[int, tuple[weakref.ref, dict]] = {}
-_SCORES_MAX = 100_000
+_SCORES = PerConfig(max_entries=100_000)
 
 
 def _kept_scores(ssn: Session, key: tuple) -> dict | None:
-    config = ssn.config
-    try:
-        entry = _SCORES.get(id(config))
-        if entry is None or entry[0]() is not config:
-            for k in [k for k, (ref, _) in _SCORES.items() if ref() is None]:
-                del _SCORES[k]
-            entry = _SCORES[id(config)] = (weakref.ref(config), {})
-    except TypeError:  # a configuration without weak references: nothing kept
-        return None
-    memo = entry[1]
-    full = (tuple(ssn.table.dims), key)
-    got = memo.get(full)
-    if got is None:
-        if sum(len(v) for v in memo.values()) >= _SCORES_MAX:
-            memo.clear()
-        got = memo[full] = {}
-    return got
+    return _SCORES.memo(ssn.config, (tuple(ssn.table.dims), key))
 
 
 def vsum(ssn: Session, tasks) -> np.ndarray:

@@ -1,0 +1,41 @@
+"""Memos kept from one session to the next, per scheduler configuration.
+
+A configuration fixes the plugins and their arguments, so what a fast path derives from them and from a key of
+its own (node scores by node state, say) stays right for as long as the configuration lives. Entries of
+configurations that are gone are dropped when a new one first asks.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+
+class PerConfig:
+    """Per configuration, a dict of memos (dicts) by key; all of a configuration's memos are dropped at once when
+    they hold `max_entries` entries in all, or `max_keys` memos."""
+
+    def __init__(self, max_entries: int, max_keys: int | None = None):
+        self.max_entries = max_entries
+        self.max_keys = max_keys
+        self._by_config: dict[int, tuple[weakref.ref, dict[Any, dict]]] = {}
+
+    def memo(self, config: Any, key: Any) -> dict | None:
+        """The memo of `config` under `key` (a new empty one the first time); None for a configuration that cannot
+        be weakly referenced, which keeps nothing."""
+        entry = self._by_config.get(id(config))
+        if entry is None or entry[0]() is not config:
+            for k in [k for k, (ref, _) in self._by_config.items() if ref() is None]:
+                del self._by_config[k]
+            try:
+                entry = self._by_config[id(config)] = (weakref.ref(config), {})
+            except TypeError:
+                return None
+        memos = entry[1]
+        got = memos.get(key)
+        if got is None:
+            if (self.max_keys is not None and len(memos) >= self.max_keys) or \
+                    sum(len(v) for v in memos.values()) >= self.max_entries:
+                memos.clear()
+            got = memos[key] = {}
+        return got
