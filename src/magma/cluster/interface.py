@@ -17,7 +17,7 @@ class ClusterError(RuntimeError):
     """A write the cluster refused (pod already bound, object gone, conflict)."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: a long simulation records hundreds of thousands
 class Event:
     time: float
     type: str  # Normal | Warning

@@ -58,7 +58,7 @@ _GC_YOUNG_THRESHOLD = 5000  # allocations between the collector's youngest passe
 DEFAULT_SAFETY_CAP = 30 * 86400.0  # a scenario that never settles stops after 30 virtual days, and says so
 
 
-@dataclass
+@dataclass(slots=True)  # one per session time, kept for the whole run
 class Sample:
     """The cluster after one session, for the report's time series."""
 
@@ -68,7 +68,7 @@ class Sample:
     deserved: dict[str, float]  # queue -> deserved GPUs (from the share plugin)
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionRecord:
     """What the trace keeps of each session (the full SessionResult is kept only for the last one)."""
 
