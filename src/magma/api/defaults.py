@@ -19,7 +19,6 @@ What Volcano does (pkg/webhooks/admission/*/mutate, CRD defaults), restated:
 
 from __future__ import annotations
 
-import copy
 from typing import Iterable, Mapping, TypeVar
 
 from .copying import deep_copy

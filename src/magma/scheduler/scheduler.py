@@ -22,6 +22,7 @@ from . import plugins as _plugins  # noqa: F401  (registers the plugins)
 from .framework import ACTIONS, PLUGINS, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
 from .framework.cache import SnapshotCache, cache_supported
 from .framework.jobindex import JobIndex, session_jobs
+from .framework.kept import Memo
 from .framework.snapshot import DEFAULT_SCHEDULER_NAMES
 from .plugins._queuetree import (_task_dims, dominant_share, has_min_resources, job_elastic, job_inqueue,
                                   job_min_resources, job_request)
@@ -286,17 +287,14 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     key = (tuple((name, tuple(q.children)) for name, q in ssn.queues.items()), tuple(allocated.items()))
     got = _QUEUE_STATUS.get(key)
     if got is None:
-        if len(_QUEUE_STATUS) >= _QUEUE_STATUS_MAX:
-            _QUEUE_STATUS.clear()
-        got = _QUEUE_STATUS[key] = _rolled_up(ssn, allocated)
+        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
 
 # queue_status's answers by the queue tree and the per-queue allocations it rolls up (fastpath.queue_status_memo):
 # between sessions the allocations often come back to values seen before, and the roll-up is pure.
-_QUEUE_STATUS: dict[tuple, dict[str, dict]] = {}
-_QUEUE_STATUS_MAX = 1024
+_QUEUE_STATUS = Memo(1024)
 
 
 def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:

@@ -2,7 +2,7 @@
 
 import gc
 
-from magma.scheduler.framework.kept import PerConfig
+from magma.scheduler.framework.kept import Memo, PerConfig
 
 
 class Config:  # any object that can be weakly referenced stands for a configuration
@@ -46,3 +46,12 @@ def test_full_memos_are_dropped_at_once():
 
 def test_a_configuration_without_weak_references_keeps_nothing():
     assert PerConfig(max_entries=10).memo({"plain": "dict"}, "k") is None
+
+
+def test_a_full_memo_drops_every_answer_before_keeping_one_more():
+    memo = Memo(2)
+    assert memo.keep("a", 1) == 1
+    memo.keep("b", 2)
+    assert memo == {"a": 1, "b": 2}
+    memo.keep("c", 3)
+    assert memo == {"c": 3}

@@ -59,6 +59,7 @@ from magma.api.resources import PODS, Resources
 
 from ..framework import (
     ALLOCATED,
+    PREEMPTABLE,
     JobInfo,
     QueueInfo,
     Session,
@@ -70,13 +71,13 @@ from ..framework import (
 )
 from .. import reasons
 from ..framework.jobindex import session_jobs
-from ..framework.kept import PerConfig
+from ..framework.kept import Memo, PerConfig
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
-PREEMPT_STATUSES = frozenset({S.BOUND, S.RUNNING})  # Volcano's PreemptableStatus
+PREEMPT_STATUSES = PREEMPTABLE  # what preempt takes
 RECLAIM_STATUSES = frozenset({S.RUNNING})  # Volcano's reclaim takes Running tasks only
-WHOLE_STATUSES = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole evicts
+WHOLE_STATUSES = PREEMPTABLE  # what evicting a job whole evicts
 UNSETTLED = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING})  # placed this session: never a victim
 MAX_COMBO_JOBS = 3
 MAX_COMBOS = 4096
@@ -264,7 +265,7 @@ class Evictor:
         self._voted: dict[tuple, tuple[int, np.ndarray | None]] = {}  # _voted_bound's, with the session's version
         # entitlement's and _quota_shortfall's answers from the share plugin's figures, by (version of the session,
         # queue, request) (fastpath.preempt_figures_memo)
-        self._by_figures: dict[tuple, object] = {}
+        self._by_figures = Memo(4096)
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
         self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
         self._unsettled_at_start = frozenset(self.unsettled)
@@ -913,15 +914,8 @@ class Evictor:
                 level = i
                 break
         if key is not None:
-            self._keep_by_figures(key, (chain, level))
+            self._by_figures.keep(key, (chain, level))
         return chain, level
-
-    def _keep_by_figures(self, key: tuple, value: object) -> None:
-        """Keep an answer that reads the session only through `live_figures` (fastpath.preempt_figures_memo):
-        a version names one state of the session, and a discard goes back to the version before its statement."""
-        if len(self._by_figures) >= 4096:
-            self._by_figures.clear()
-        self._by_figures[key] = value
 
     def cross_entitled(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """May `task` take from other queues at all? Its own queue must stay within its deserved share."""
@@ -956,7 +950,7 @@ class Evictor:
                     out[r] = gap
         got = Resources(out) if found else None
         if key is not None:
-            self._keep_by_figures(key, got)
+            self._by_figures.keep(key, got)
         return got
 
     # ------------------------------------------------------------ planning on one node

@@ -1,14 +1,30 @@
-"""Memos kept from one session to the next, per scheduler configuration.
+"""Memos kept from one session to the next.
 
-A configuration fixes the plugins and their arguments, so what a fast path derives from them and from a key of
-its own (node scores by node state, say) stays right for as long as the configuration lives. Entries of
-configurations that are gone are dropped when a new one first asks.
+`Memo`: answers keyed by everything they read, dropped whole when the memo is full (each is cheap to make again;
+the bound keeps a long run's memory flat). `PerConfig`: per scheduler configuration, which fixes the plugins and
+their arguments, so what a fast path derives from them and from a key of its own (node scores by node state, say)
+stays right for as long as the configuration lives; entries of configurations that are gone are dropped when a
+new one first asks.
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
+
+
+class Memo(dict):
+    """A dict of kept answers holding at most `limit` keys: keeping one more when full drops all the others."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def keep(self, key: Any, value: Any) -> Any:
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
 
 
 class PerConfig:

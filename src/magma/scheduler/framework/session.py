@@ -17,11 +17,10 @@ import numpy as np
 from magma.api.resources import Resources
 
 from . import fastpath
-from .info import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from .info import PREEMPTABLE, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
 S = TaskStatus
-_RUNNING = frozenset({S.BOUND, S.RUNNING})  # what evicting a job whole evicts (Volcano's PreemptableStatus)
 
 # Vote values for JobPipelined / JobEnqueueable, as Volcano's util.Permit / Abstain / Reject.
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
@@ -400,13 +399,13 @@ class Session:
         change the list. With fastpath.preempt_caches and a TaskOrder given by sort keys (functions of the tasks
         alone), kept until a task of the job changes status (its `stats().memo` is renewed then)."""
         if not fastpath.preempt_caches or self._task_order_key() is None:
-            return self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+            return self.sorted_tasks([t for t in job.tasks.values() if t.status in PREEMPTABLE])[::-1]
         if self._victim_orders is None:
             self._victim_orders = {}
         memo = job.stats().memo
         got = self._victim_orders.get(job.uid)
         if got is None or got[0] is not memo:
-            tasks = self.sorted_tasks([t for t in job.tasks.values() if t.status in _RUNNING])[::-1]
+            tasks = self.sorted_tasks([t for t in job.tasks.values() if t.status in PREEMPTABLE])[::-1]
             got = self._victim_orders[job.uid] = (memo, tasks)
         return got[1]
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from magma.api.resources import CPU, MEMORY, PODS, Resources, is_bytes, scale
 
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus, fastpath
+from ..framework.kept import Memo
 
 S = TaskStatus
 INF = 1 << 62  # "unlimited" in a limit vector
@@ -78,20 +79,17 @@ def typed_argument(plugin: str, arguments: dict, key: str, default: Any = _UNSET
 # Answers of no_pods and finite by the vector given (fastpath.vector_memos): both are functions of it alone, and asked
 # again and again for the same few vectors (minResources, queue bounds, the reports of queue figures).
 # Keyed by the amounts in their order: equal vectors may list their names in another order, which answers keep.
-_NO_PODS: dict[tuple, Resources] = {}
-_FINITE: dict[tuple, Resources] = {}
-_MEMO_MAX = 4096
+_NO_PODS = Memo(4096)
+_FINITE = Memo(4096)
 
 
-def _kept(memo: dict[tuple, Resources], res: Resources, fn) -> Resources:
+def _kept(memo: Memo, res: Resources, fn) -> Resources:
     if not fastpath.vector_memos or not isinstance(res, Resources):
         return fn(res)
     key = tuple(res._v.items())
     got = memo.get(key)
     if got is None:
-        if len(memo) >= _MEMO_MAX:
-            memo.clear()
-        got = memo[key] = fn(res)
+        got = memo.keep(key, fn(res))
     return got
 
 

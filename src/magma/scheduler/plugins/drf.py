@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 
 from magma.api.resources import Resources
 
-from ..framework import EventHandler, JobInfo, QueueInfo, Session, TaskInfo, TaskStatus, fastpath, plugin
+from ..framework import PREEMPTABLE, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
 
 NAME = "drf"
 SHARE_DELTA = 1e-6
-_RUNNING = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # what evicting a job whole evicts
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 
@@ -185,7 +184,7 @@ def _bound_shares(job: JobInfo, alloc: Resources, totals: list[tuple[str, int]])
     rem = dict(alloc.items())
     s0 = _rem_share(rem, totals)
     for t in job.tasks.values():
-        if t.status in _RUNNING:
+        if t.status in PREEMPTABLE:
             for k, v in t.resreq.items():
                 rem[k] = rem.get(k, 0) - v
     return s0, _rem_share(rem, totals)

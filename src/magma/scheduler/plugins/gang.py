@@ -38,7 +38,6 @@ from ..reasons import event_key, job_reason
 
 S = TaskStatus
 NAME = "gang"
-EVICTABLE = frozenset({S.BOUND, S.RUNNING})  # Volcano's PreemptableStatus
 SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
 
 

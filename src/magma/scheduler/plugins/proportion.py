@@ -50,6 +50,7 @@ from typing import Any
 from magma.api.resources import EMPTY, PODS, Resources
 
 from ..framework import ABSTAIN, PERMIT, REJECT, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
+from ..framework.kept import Memo
 from ._queuetree import (
     ROOT,
     QueueAttr,
@@ -103,8 +104,7 @@ def queue_bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
 
 
 # Queue bounds by their inputs (fastpath.proportion_memo): the queues' specs and the cluster seldom change.
-_BOUNDS: dict[tuple, Bounds] = {}
-_BOUNDS_MAX = 256
+_BOUNDS = Memo(256)
 
 
 def _bounds_key(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> tuple:
@@ -121,17 +121,13 @@ def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueI
     key = key or _bounds_key(ssn, tree, dims, info)
     got = _BOUNDS.get(key)
     if got is None:
-        got = queue_bounds(ssn, tree, dims, info)
-        if len(_BOUNDS) >= _BOUNDS_MAX:
-            _BOUNDS.clear()
-        _BOUNDS[key] = got
+        got = _BOUNDS.keep(key, queue_bounds(ssn, tree, dims, info))
     return got
 
 
 # Whole sets of figures by everything build_attrs reads (fastpath.proportion_memo, with the job index): between
 # sessions the queues' sums often come back to values seen before.
-_ATTRS: dict[tuple, dict[str, QueueAttr]] = {}
-_ATTRS_MAX = 1024
+_ATTRS = Memo(1024)
 _SUMMED = ("allocated", "request", "inqueue", "elastic")  # the index's sums build_attrs reads
 
 
@@ -152,9 +148,7 @@ def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
             attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, key[1], tuple(names)))
         else:
             attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
-        if len(_ATTRS) >= _ATTRS_MAX:
-            _ATTRS.clear()
-        _ATTRS[key] = {n: _copy(at) for n, at in attrs.items()}  # as built: the session's own change
+        _ATTRS.keep(key, {n: _copy(at) for n, at in attrs.items()})  # as built: the session's own change
         return attrs
     return {n: _copy(at) for n, at in got.items()}  # every field is an immutable value
 
@@ -241,8 +235,7 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
 
 # What _build_attrs makes before it sums the jobs, by what that reads (fastpath.proportion_skeleton): the queue bounds'
 # inputs (the tree included), the queues' weights and priorities, and the queues holding jobs.
-_SKELETONS: dict[tuple, tuple[dict[str, QueueAttr], list[tuple[str, tuple[str, ...]]]]] = {}
-_SKELETONS_MAX = 256
+_SKELETONS = Memo(256)  # key -> (figures before the sums, the fills' plan: parent and children, top-down)
 
 
 def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
@@ -285,9 +278,7 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
     deserved and fills in the same order."""
     got = _SKELETONS.get(key)
     if got is None:
-        if len(_SKELETONS) >= _SKELETONS_MAX:
-            _SKELETONS.clear()
-        got = _SKELETONS[key] = _skeleton(ssn, tree, dims, info, key[2], key[0])
+        got = _SKELETONS.keep(key, _skeleton(ssn, tree, dims, info, key[2], key[0]))
     skeleton, plan = got
     attrs = {n: _copy(at) for n, at in skeleton.items()}
     for qname in key[2]:
@@ -310,8 +301,7 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
 # Water-fill results by their inputs (fastpath.proportion_memo): between sessions the queues' figures often come back
 # to values seen before (in the simulator, 5 sessions in 6 repeat an earlier fill), and a fill costs rounds of
 # Fraction arithmetic per queue.
-_FILLS: dict[tuple, tuple[Resources, ...]] = {}
-_FILLS_MAX = 4096
+_FILLS = Memo(4096)
 
 
 def fill(pool: Resources, members: list[QueueAttr]) -> None:
@@ -324,9 +314,7 @@ def fill(pool: Resources, members: list[QueueAttr]) -> None:
     got = _FILLS.get(key)
     if got is None:
         water_fill(pool, members)
-        if len(_FILLS) >= _FILLS_MAX:
-            _FILLS.clear()
-        _FILLS[key] = tuple(m.deserved for m in members)
+        _FILLS.keep(key, tuple(m.deserved for m in members))
         return
     for m, deserved in zip(members, got):
         m.deserved = deserved
@@ -530,9 +518,7 @@ class ProportionPlugin:
                    tuple((at.name, at.allocated, at.inqueue, at.elastic, at.real_capability) for at in chain))
             verdict = _VERDICTS.get(key)
             if verdict is None:
-                if len(_VERDICTS) >= _VERDICTS_MAX:
-                    _VERDICTS.clear()
-                verdict = _VERDICTS[key] = quota_verdict(chain, need)
+                verdict = _VERDICTS.keep(key, quota_verdict(chain, need))
         else:
             verdict = quota_verdict(chain, need)
         if verdict:
@@ -571,8 +557,7 @@ class ProportionPlugin:
 
 # Enqueue verdicts by everything they read (fastpath.enqueue_verdicts_kept): the job's minResources and, per queue of
 # its chain, the name and the four figures compared. A job waiting for room is refused again session after session.
-_VERDICTS: dict[tuple, tuple[str, str] | tuple[()]] = {}
-_VERDICTS_MAX = 4096
+_VERDICTS = Memo(4096)  # key -> (reason, event text), or () for a permit
 
 
 def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | tuple[()]:
