@@ -20,7 +20,6 @@ run, session latency (mean, p99, max: the `summary.sessionLatencyMs` of `magma s
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import random
 import sys
@@ -30,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, common_args, emit, machine, max_rss_mb, profiled, timed_build  # noqa: E402
+from common import ROOT, GcTimer, common_args, emit, machine, max_rss_mb, profiled, timed_build  # noqa: E402
 
 from magma.sim.runner import Simulation, latency_stats  # noqa: E402
 from magma.sim.scenario import load_scenario  # noqa: E402
@@ -95,26 +94,6 @@ def workload(args) -> str:
     return "".join(out)
 
 
-class GcTimer:
-    """Wall time spent in the cycle collector's passes, from gc's start and stop callbacks."""
-
-    def __init__(self):
-        self.seconds = 0.0
-        self.passes = 0
-        self._start = 0.0
-        gc.callbacks.append(self._callback)
-
-    def _callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.seconds += time.perf_counter() - self._start
-            self.passes += 1
-
-    def stop(self) -> None:
-        gc.callbacks.remove(self._callback)
-
-
 def session_parts(trace) -> dict[str, float]:
     """Seconds spent in each action, and in opening and closing, summed over the sessions run."""
     out: dict[str, float] = {}
@@ -147,9 +126,8 @@ def main(argv=None) -> int:
 
     err = Console(stderr=True)
     horizon = args.days * 86400
-    gc_time = GcTimer()
     t0, cpu0 = time.perf_counter(), time.process_time()
-    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.fields[t]}"), TimeElapsedColumn(),
+    with GcTimer() as gc_time, Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.fields[t]}"), TimeElapsedColumn(),
                   console=err, disable=not err.is_terminal, transient=True) as progress, \
             profiled(args.profile, args.profile_out):
         task = progress.add_task("sim", total=horizon, t="")
@@ -162,7 +140,6 @@ def main(argv=None) -> int:
 
         trace = sim.run(progress=tick)
     wall = time.perf_counter() - t0
-    gc_time.stop()
     cpu = time.process_time() - cpu0  # this process's CPU time: steadier than wall time on a shared machine
     lat = latency_stats(trace.sessions)
     in_sessions = sum(s.latency_ms for s in trace.sessions) / 1000
@@ -175,7 +152,7 @@ def main(argv=None) -> int:
         "sessionShare": round(in_sessions / wall, 3), "jobsStarted": started,
         "binds": sum(s.binds for s in trace.sessions), "evictions": sum(s.evictions for s in trace.sessions),
         "maxRssMiB": round(max_rss_mb()), "stop": trace.stop_reason,
-        "gcSeconds": round(gc_time.seconds, 2),
+        "gcSeconds": round(gc_time.ms / 1000, 2),
         "loopSeconds": {k: round(v, 2) for k, v in trace.loop_seconds.items()},
         "sessionSeconds": {k: round(v, 2) for k, v in session_parts(trace).items()},
     }
@@ -189,7 +166,7 @@ def main(argv=None) -> int:
           f"| stopped: {trace.stop_reason}")
     print("where the wall time went (s): " + ", ".join(f"{k} {v:.1f}" for k, v in figures["loopSeconds"].items())
           + f", other {wall - sum(trace.loop_seconds.values()):.1f}; of all that, the cycle collector "
-          f"{gc_time.seconds:.1f} ({gc_time.passes} passes)")
+          f"{gc_time.ms / 1000:.1f} ({gc_time.runs} passes)")
     print("within sessions (s): " + ", ".join(f"{k} {v:.1f}" for k, v in figures["sessionSeconds"].items()))
     emit(figures, args.json)
     if args.json_out:
