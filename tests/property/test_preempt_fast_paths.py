@@ -118,7 +118,7 @@ ACTIONS = ["enqueue, allocate, preempt, reclaim, backfill", "enqueue, allocate, 
 
 PREEMPT_SWITCHES = ("preempt_pruning", "preempt_caches", "preempt_active_jobs", "drf_vote_bound", "preempt_free_room",
                     "scores_across_sessions", "preempt_vote_bound", "preempt_job_quota", "preempt_lazy_setup",
-                    "preempt_figures_memo", "preempt_fit_once")
+                    "preempt_figures_memo", "preempt_fit_once", "preempt_gang_bound")
 SWITCHES = [PREEMPT_SWITCHES, *((name,) for name in PREEMPT_SWITCHES)]  # all of them off, and each alone
 
 
@@ -154,3 +154,23 @@ def test_the_workload_makes_preempt_and_reclaim_evict():
             for r in reasons & set(evicting):
                 evicting[r] += 1
     assert evicting["preempt"] >= 5 and evicting["reclaim"] >= 3, evicting
+
+
+def test_jobs_that_cannot_be_pipelined_are_passed_over_with_the_same_decisions(monkeypatch):
+    """fastpath.preempt_gang_bound passes over turns in this workload (the bound is below the gang's need), and
+    the sessions decide as with every turn tried."""
+    from magma.scheduler.actions import preempt
+
+    passed = []
+    bound = preempt.Evictor.placements_bound
+
+    def counting(self, pjob, tasks, cross):
+        got = bound(self, pjob, tasks, cross)
+        passed.append(got < self.ssn.pipeline_need(pjob))
+        return got
+
+    monkeypatch.setattr(preempt.Evictor, "placements_bound", counting)
+    for seed in range(12):
+        fast = sessions(seed, 8, 6, True)
+        assert fast == sessions(seed, 8, 6, False, switches=("preempt_gang_bound",)), seed
+    assert sum(passed) >= 5 and not all(passed), (sum(passed), len(passed))

@@ -751,6 +751,69 @@ class Evictor:
                 return True
         return False
 
+    # ------------------------------------------------------------ a whole job (fastpath.preempt_gang_bound)
+    def placements_bound(self, pjob: JobInfo, tasks: list[TaskInfo], cross: bool) -> int:
+        """At most how many of `tasks` (the job's Pending tasks) phase 1 could place in the job's turn.
+
+        Each task is tried once and placed on a node whose future idle, with the victims evicted for it, holds it.
+        Per task request, a node holds no more such tasks than fit its future idle plus all that victims there
+        could free: of the job's queue (`_voted_bound` or `_queue_bound`) and, with a share plugin's figures
+        (`cross`), of the queues open to the job were it entitled all the way up its chain (`_cross_bound`).
+        Those never grow in the turn: the Preemptable vote's job bounds only shrink as the preemptor's job gets
+        more (`Session.victim_job_bounds`), evictions only remove candidates and lower the victims' queues, and
+        entitlement is taken at its most (evictions may raise it). When no victim is possible, neither of the
+        job's queue nor of a queue open to a task entitled at the start (as place's first check asks), nothing
+        is evicted in the turn and only its placements change the session, which add to the queue's allocation:
+        entitlement stays, and a task its queue's Allocatable refuses at the start and that may not take across
+        queues is never placed. A job needing more placements than this to be pipelined (`Session.pipeline_need`)
+        fails its turn whatever phase 1 tries (fastpath.preempt_gang_bound)."""
+        ssn = self.ssn
+        queue = ssn.queues[pjob.queue]
+        groups: dict = {}
+        for task in tasks:
+            if not task.never_preempts:
+                got = groups.get(task.resreq)
+                groups[task.resreq] = (task, 1) if got is None else (got[0], got[1] + 1)
+        fut = ssn.table.future_idle()
+        rows = np.arange(len(fut))
+        by_votes = self._by_votes(pjob)
+        own = {r: self._voted_bound(task, pjob) if by_votes else self._queue_bound(pjob, rows)
+               for r, (task, _) in groups.items()}
+        entitled = {r: cross and self.cross_entitled(queue, task) for r, (task, _) in groups.items()}
+        evictions = any(b is not None for b in own.values()) or any(
+            self._open_anywhere(pjob, self.entitlement(queue, task))
+            for r, (task, _) in groups.items() if entitled[r])
+        extra = None
+        if evictions and cross:
+            chain = queue_chain(ssn, pjob.queue)
+            most = (chain, len(chain))
+            if self._open_anywhere(pjob, most):
+                self._entitled = most  # (place sets it again before reading it)
+                extra = self._cross_bound(pjob, rows)
+        total = 0
+        for r, (task, n) in groups.items():
+            if not evictions and not (entitled[r] or ssn.allocatable(queue, task)):
+                continue  # free room is its only way, and neither scope may take it
+            dims = task.vec > 0
+            if not dims.any():
+                total += n  # (a task asking for nothing: no bound from room)
+                continue
+            room = fut
+            for bound in (own[r], extra):
+                if bound is not None:
+                    room = room + bound
+            fit = (np.maximum(room[:, dims], 0) // task.vec[dims]).min(axis=1)
+            total += min(n, int(fit.sum()))
+        return total
+
+    def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
+        """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? Leaves `_entitled` as it was."""
+        before, self._entitled = self._entitled, entitled
+        try:
+            return any(self._open_to(pjob, q) for q in self.jobs_by_queue())
+        finally:
+            self._entitled = before
+
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
                   free: np.ndarray, shortfall: Resources | None, by_votes: bool = False) -> np.ndarray | None:
@@ -1297,13 +1360,22 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
                 job.reason = f"{len(placed)} pod(s) pipelined onto {nodes} node(s) by {ev.reason}; bound next session"
             return True
         ev.discard(stmt)
-        if not settled(job):
-            return False
-        ev.unsettled.discard(job.uid)
+        turn_failed(ev, job)
         return False
     finally:
-        for key in [k for k in ev.index if k.startswith("job/")]:
-            del ev.index[key]
+        _drop_job_indexes(ev)
+
+
+def turn_failed(ev: Evictor, job: JobInfo) -> None:
+    """After a job's turn that placed nothing for good: a settled job may be a victim again."""
+    if settled(job):
+        ev.unsettled.discard(job.uid)
+    _drop_job_indexes(ev)
+
+
+def _drop_job_indexes(ev: Evictor) -> None:
+    for key in [k for k in ev.index if k.startswith("job/")]:
+        del ev.index[key]
 
 
 def _remaining_same(tasks: list[TaskInfo], task: TaskInfo) -> int:
@@ -1332,9 +1404,12 @@ def preempt(ssn: Session, arguments: dict) -> None:
         jobs = preemptors[queue.name]
         while jobs:
             job = jobs.pop()
-            stmt = Statement(ssn)
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
             cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
+            if fastpath.preempt_gang_bound and ev.placements_bound(job, tasks, cross) < ssn.pipeline_need(job):
+                turn_failed(ev, job)  # no placement is tried: the turn could not pipeline the job
+                continue
+            stmt = Statement(ssn)
             failed: set = set()  # groups of identical tasks that found no room since the last placement
             while tasks and starving(ssn, job):
                 task = tasks.pop(0)

@@ -199,6 +199,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `preempt_fit_once` (preempt, reclaim): applying a plan asks whether the task fits its node now (resources, the
   queue's Allocatable, the predicates) once, and again only after it evicted more of the queue's work; the
   straightforward code asks a second time with nothing changed in between.
+- `preempt_gang_bound` (preempt): before a job's turn in phase 1, the placements the turn could make at most
+  (`Evictor.placements_bound`: per task request, the tasks each node's future idle plus everything its possible
+  victims could free holds, bounds that only shrink during the turn) are compared with the placements JobPipelined
+  needs before it can hold (`Session.pipeline_need`: gang's minAvailable less the ready and pipelined tasks). When
+  fewer, the turn would place some tasks and discard them all: it is passed over as a failed turn, with no
+  statement made.
 """
 
 from __future__ import annotations
@@ -249,6 +255,7 @@ water_fill_lean = True
 proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
+preempt_gang_bound = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -259,7 +266,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
-          "preempt_figures_memo", "preempt_fit_once")
+          "preempt_figures_memo", "preempt_fit_once", "preempt_gang_bound")
 
 
 @contextmanager

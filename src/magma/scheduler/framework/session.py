@@ -314,6 +314,24 @@ class Session:
     def job_pipelined(self, job: JobInfo) -> bool:
         return self.permit_vote("job_pipelined", job)
 
+    def pipeline_need(self, job: JobInfo) -> int:
+        """The fewest more placements (allocated or pipelined tasks) before JobPipelined can hold for `job`: at least 1.
+
+        A vote function says so with an attribute `placements_needed(job)`, promising to refuse until the job has
+        that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
+        vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
+        no later one. A lower bound, for pruning (preempt's `Evictor.placements_bound`)."""
+        need = 1
+        for tier in self._enabled("job_pipelined"):
+            if not tier:
+                continue
+            for _, fn in tier:
+                bound = getattr(fn, "placements_needed", None)
+                if bound is not None:
+                    need = max(need, bound(job))
+            break
+        return need
+
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self.permit_vote("job_enqueueable", job)
 

@@ -84,6 +84,12 @@ def _is_pipelined(job: JobInfo) -> bool:
     return pipelined_num(job) + ready_num(job) + pending_best_effort(job) >= job.min_available
 
 
+def placements_needed(job: JobInfo) -> int:
+    """How many more tasks must be placed before the JobPipelined vote can permit (Session.pipeline_need): each
+    placement adds one to the pipelined and ready count it compares with minAvailable."""
+    return max(0, job.min_available - pipelined_num(job) - ready_num(job) - pending_best_effort(job))
+
+
 def is_starving(job: JobInfo) -> bool:
     return job.memo("gang.is_starving", _is_starving)
 
@@ -246,8 +252,12 @@ class GangPlugin:
         ssn.add_fn("reclaimable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
         ssn.add_fn("job_order", NAME, job_order)
         ssn.add_fn("job_ready", NAME, lambda job: task_ready(job) and is_ready(job))
-        ssn.add_fn("job_pipelined", NAME,
-                   lambda job: PERMIT if task_pipelined(job) and is_pipelined(job) else REJECT)
+
+        def pipelined_vote(job: JobInfo) -> int:
+            return PERMIT if task_pipelined(job) and is_pipelined(job) else REJECT
+
+        pipelined_vote.placements_needed = placements_needed  # type: ignore[attr-defined]
+        ssn.add_fn("job_pipelined", NAME, pipelined_vote)
         ssn.add_fn("job_starving", NAME, is_starving)
 
     def on_session_close(self, ssn: Session) -> None:
