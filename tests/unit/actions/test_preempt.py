@@ -227,6 +227,24 @@ def test_within_job_lower_priority_tasks_make_room_phase_2():
     assert r.evictions == [("default/j-0", "preempt")]
 
 
+def test_phase_2_places_only_by_evicting_the_jobs_own_tasks():
+    # A 2-pod gang, one free node, the other held by an equal-priority job: phase 1 finds one node and discards it.
+    # Phase 2 (the job's own lower-priority tasks) has no victim: as in Volcano (ValidateVictims), free room alone
+    # is no plan there, so no pod of the gang is left pipelined on the free node for the rest of the session.
+    text = (nodes_yaml("n", 2, gpu=8) + queue_yaml("team") + PCS
+            + gang_yaml("busy", "team", 1, gpu=8, running_on=["n-1"])
+            + gang_yaml("wide", "team", 2, gpu=8, creation=10))
+    w = World(text)
+    ssn = w.session(PREEMPT)
+    for name in ("enqueue", "allocate", "preempt"):
+        ACTIONS[name](ssn, {})
+    wide = next(j for j in ssn.jobs.values() if j.name == "wide")
+    assert sorted(t.status.value for t in wide.tasks.values()) == ["Pending", "Pending"]
+    assert ssn.evictions == []
+    free = ssn.nodes["n-0"].index
+    assert (ssn.table.future_idle()[free] == ssn.table.idle[free]).all()
+
+
 # ---------------------------------------------------------------- across queues
 
 

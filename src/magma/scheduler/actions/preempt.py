@@ -8,7 +8,8 @@ Volcano's preempt, as magma keeps it:
   (a BestEffort preemptor only takes BestEffort victims). The task is pipelined onto that node (status
   Pipelined, nominated node); the job's statement is committed (evictions happen, with reason "preempt") only if
   JobPipelined holds, otherwise discarded. Phase 2: within each starving job, pending tasks may evict the job's own
-  lower-priority tasks. `preemptionPolicy: Never` preemptors never evict.
+  lower-priority tasks, on nodes holding such a task only (each placement committed alone: free room elsewhere
+  would pipeline part of a gang that phase 1 could not place). `preemptionPolicy: Never` preemptors never evict.
 
 magma's deliberate differences ("preemption that happens when users expect it", docs/volcano-differences.md):
 1. Starving (Volcano #3787): Volcano ANDs the starving votes of the first tier (priority's "fewer ready than
@@ -671,10 +672,18 @@ class Evictor:
         room = ((fut + idx.evictable) >= vec).all(axis=1)
         if fastpath.preempt_pruning and not room.any():
             return False  # no node has the room, whatever the predicates say: no need to run them
-        if fastpath.preempt_job_quota and scope == "job" and not idx.by_row and not ssn.allocatable(queue, task):
-            return False  # no victims, and free room would be refused (below): whatever the predicates say
+        if scope == "job" and not idx.by_row:
+            return False  # no task of the job's own to give: no node is a plan (below), whatever the predicates say
         pred = self.predicates.get(task)
         feasible = pred.mask & room
+        if scope == "job":
+            # As Volcano's ValidateVictims: only a node holding a victim of the job's own is a plan, even where the
+            # task fits free room (which then evicts nothing); elsewhere phase 2 would pipeline part of a gang.
+            with_victims = np.zeros(len(feasible), dtype=bool)
+            for row in idx.by_row:
+                if feasible[row] and self.candidates_on(idx, row, pjob, task, scope):
+                    with_victims[row] = True
+            feasible = with_victims
         rows = np.flatnonzero(feasible)
         if not len(rows):
             return False
@@ -684,8 +693,9 @@ class Evictor:
             self._entitled = self.entitlement(queue, task)
         free = (fut[rows] >= vec).all(axis=1)
         if fastpath.preempt_job_quota and scope == "job" and free.any() and not ssn.allocatable(queue, task):
-            # Free room is a plan on every free node, found first and costing nothing: the search ends with applying
-            # it, which evicts nothing, and the queue's Allocatable refuses the task whatever the node.
+            # Free room is a plan on every free node left (each holds a victim of the job's), found first and costing
+            # nothing: the search ends with applying it, which evicts nothing, and the queue's Allocatable refuses
+            # the task whatever the node.
             return False
         workable = (self._workable(task, pjob, scope, fut, rows, free, shortfall, early)
                     if fastpath.preempt_pruning else None)

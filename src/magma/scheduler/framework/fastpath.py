@@ -160,13 +160,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   `VOTED_JOBS` jobs (for more, the kept per-priority sums are cheaper; either bound is exact). The bounds are
   functions of the preemptor's job and request: the room is kept by those for one version of the session, and
   drf keeps a job's two shares in the job's memo (its tasks' statuses, allocation and the total name them).
-- `preempt_job_quota` (preempt's phase 2, scope "job"): when a node passing the predicates has free room for the
-  task, that free room is the first plan found (nodes with room come first in both orders, and free room is a
-  plan there in this scope) and the cheapest, so the search ends applying it; it evicts nothing, so whether it
-  holds is up to the queue's Allocatable alone, whatever the node. When Allocatable refuses the task, the task
-  fails before any plan is made or node scored (applying and discarding an empty plan leaves the session and its
-  version as they were); when the job has no task to give either, free room is the only plan, and the task fails
-  before the predicates are run.
+- `preempt_job_quota` (preempt's phase 2, scope "job"): only nodes holding a victim of the job's own are plans
+  there (as Volcano's ValidateVictims). When one of them passing the predicates has free room for the task, that
+  free room is the first plan found (nodes with room come first in both orders) and the cheapest, so the search
+  ends applying it; it evicts nothing, so whether it holds is up to the queue's Allocatable alone, whatever the
+  node. When Allocatable refuses the task, the task fails before any plan is made or node scored (applying and
+  discarding an empty plan leaves the session and its version as they were).
 - `preempt_lazy_setup` (preempt, reclaim): the eviction engine sums each queue's allocation when first read (most
   actions never read it), and indexes a queue's possible victims when a place first takes victims from it (the
   preemptor's queue; every queue across queues) or an eviction first changes one of its tasks, instead of all
