@@ -162,14 +162,13 @@ def test_jobs_that_cannot_be_pipelined_are_passed_over_with_the_same_decisions(m
     from magma.scheduler.actions import preempt
 
     passed = []
-    bound = preempt.Evictor.placements_bound
+    judge = preempt.Evictor.cannot_pipeline
 
-    def counting(self, pjob, tasks, cross):
-        got = bound(self, pjob, tasks, cross)
-        passed.append(got < self.ssn.pipeline_need(pjob))
-        return got
+    def counting(self, pjob, tasks, cross, need):
+        passed.append(judge(self, pjob, tasks, cross, need))
+        return passed[-1]
 
-    monkeypatch.setattr(preempt.Evictor, "placements_bound", counting)
+    monkeypatch.setattr(preempt.Evictor, "cannot_pipeline", counting)
     for seed in range(12):
         fast = sessions(seed, 8, 6, True)
         assert fast == sessions(seed, 8, 6, False, switches=("preempt_gang_bound",)), seed

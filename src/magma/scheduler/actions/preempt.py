@@ -762,8 +762,8 @@ class Evictor:
         return False
 
     # ------------------------------------------------------------ a whole job (fastpath.preempt_gang_bound)
-    def placements_bound(self, pjob: JobInfo, tasks: list[TaskInfo], cross: bool) -> int:
-        """At most how many of `tasks` (the job's Pending tasks) phase 1 could place in the job's turn.
+    def cannot_pipeline(self, pjob: JobInfo, tasks: list[TaskInfo], cross: bool, need: int) -> bool:
+        """Could phase 1 not place `need` of `tasks` (the job's Pending tasks) in the job's turn, whatever it tries?
 
         Each task is tried once and placed on a node whose future idle, with the victims evicted for it, holds it.
         Per task request, a node holds no more such tasks than fit its future idle plus all that victims there
@@ -775,8 +775,7 @@ class Evictor:
         job's queue nor of a queue open to a task entitled at the start (as place's first check asks), nothing
         is evicted in the turn and only its placements change the session, which add to the queue's allocation:
         entitlement stays, and a task its queue's Allocatable refuses at the start and that may not take across
-        queues is never placed. A job needing more placements than this to be pipelined (`Session.pipeline_need`)
-        fails its turn whatever phase 1 tries (fastpath.preempt_gang_bound)."""
+        queues is never placed (fastpath.preempt_gang_bound). Asked from the cheapest side: free room first."""
         ssn = self.ssn
         queue = ssn.queues[pjob.queue]
         groups: dict = {}
@@ -785,16 +784,28 @@ class Evictor:
                 got = groups.get(task.resreq)
                 groups[task.resreq] = (task, 1) if got is None else (got[0], got[1] + 1)
         fut = ssn.table.future_idle()
+
+        def placeable(task: TaskInfo, n: int, room: np.ndarray) -> int:
+            dims = task.vec > 0
+            if not dims.any():
+                return n  # (a task asking for nothing: no bound from room)
+            return min(n, int((np.maximum(room[:, dims], 0) // task.vec[dims]).min(axis=1).sum()))
+
+        entitled = {r: cross and self.cross_entitled(queue, task) for r, (task, _) in groups.items()}
+        free_room = sum(placeable(task, n, fut) for r, (task, n) in groups.items()
+                        if entitled[r] or ssn.allocatable(queue, task))
+        if free_room >= need:
+            return False  # free room alone might do
         rows = np.arange(len(fut))
         by_votes = self._by_votes(pjob)
         own = {r: self._voted_bound(task, pjob) if by_votes else self._queue_bound(pjob, rows)
                for r, (task, _) in groups.items()}
-        entitled = {r: cross and self.cross_entitled(queue, task) for r, (task, _) in groups.items()}
-        evictions = any(b is not None for b in own.values()) or any(
-            self._open_anywhere(pjob, self.entitlement(queue, task))
-            for r, (task, _) in groups.items() if entitled[r])
+        if all(b is None for b in own.values()) and not any(
+                self._open_anywhere(pjob, self.entitlement(queue, task))
+                for r, (task, _) in groups.items() if entitled[r]):
+            return True  # no victim possible: free room is all there is
         extra = None
-        if evictions and cross:
+        if cross:
             chain = queue_chain(ssn, pjob.queue)
             most = (chain, len(chain))
             if self._open_anywhere(pjob, most):
@@ -802,19 +813,12 @@ class Evictor:
                 extra = self._cross_bound(pjob, rows)
         total = 0
         for r, (task, n) in groups.items():
-            if not evictions and not (entitled[r] or ssn.allocatable(queue, task)):
-                continue  # free room is its only way, and neither scope may take it
-            dims = task.vec > 0
-            if not dims.any():
-                total += n  # (a task asking for nothing: no bound from room)
-                continue
             room = fut
             for bound in (own[r], extra):
                 if bound is not None:
                     room = room + bound
-            fit = (np.maximum(room[:, dims], 0) // task.vec[dims]).min(axis=1)
-            total += min(n, int(fit.sum()))
-        return total
+            total += placeable(task, n, room)
+        return total < need
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? Leaves `_entitled` as it was."""
@@ -1416,7 +1420,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
             cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
-            if fastpath.preempt_gang_bound and ev.placements_bound(job, tasks, cross) < ssn.pipeline_need(job):
+            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, ssn.pipeline_need(job)):
                 turn_failed(ev, job)  # no placement is tried: the turn could not pipeline the job
                 continue
             stmt = Statement(ssn)
@@ -1435,8 +1439,8 @@ def preempt(ssn: Session, arguments: dict) -> None:
 
         # Phase 2: within each starving job, its pending tasks against its own lower-priority tasks.
         for job in under_request.get(queue.name, []):
-            if job.is_pending():
-                continue
+            if job.is_pending() or not job.count(ev.statuses):
+                continue  # (without a Bound or Running task of its own, no node is a plan for it: see place)
             for task in ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING]):
                 if task.never_preempts:
                     continue

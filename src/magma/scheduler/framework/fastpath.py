@@ -199,11 +199,11 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   queue's Allocatable, the predicates) once, and again only after it evicted more of the queue's work; the
   straightforward code asks a second time with nothing changed in between.
 - `preempt_gang_bound` (preempt): before a job's turn in phase 1, the placements the turn could make at most
-  (`Evictor.placements_bound`: per task request, the tasks each node's future idle plus everything its possible
-  victims could free holds, bounds that only shrink during the turn) are compared with the placements JobPipelined
-  needs before it can hold (`Session.pipeline_need`: gang's minAvailable less the ready and pipelined tasks). When
-  fewer, the turn would place some tasks and discard them all: it is passed over as a failed turn, with no
-  statement made.
+  (`Evictor.cannot_pipeline`: per task request, the tasks each node's future idle plus everything its possible
+  victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible)
+  are compared with the placements JobPipelined needs before it can hold (`Session.pipeline_need`: gang's
+  minAvailable less the ready and pipelined tasks). When fewer, the turn would place some tasks and discard them
+  all: it is passed over as a failed turn, with no statement made.
 """
 
 from __future__ import annotations

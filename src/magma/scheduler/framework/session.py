@@ -320,7 +320,7 @@ class Session:
         A vote function says so with an attribute `placements_needed(job)`, promising to refuse until the job has
         that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
-        no later one. A lower bound, for pruning (preempt's `Evictor.placements_bound`)."""
+        no later one. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`)."""
         need = 1
         for tier in self._enabled("job_pipelined"):
             if not tier:
