@@ -791,9 +791,15 @@ class Evictor:
                 return n  # (a task asking for nothing: no bound from room)
             return min(n, int((np.maximum(room[:, dims], 0) // task.vec[dims]).min(axis=1).sum()))
 
-        entitled = {r: cross and self.cross_entitled(queue, task) for r, (task, _) in groups.items()}
+        entitled: dict = {}  # request -> may its task take across queues at the start (asked when needed)
+
+        def may_take(r, task: TaskInfo) -> bool:
+            if r not in entitled:
+                entitled[r] = cross and self.cross_entitled(queue, task)
+            return entitled[r]
+
         free_room = sum(placeable(task, n, fut) for r, (task, n) in groups.items()
-                        if entitled[r] or ssn.allocatable(queue, task))
+                        if ssn.allocatable(queue, task) or may_take(r, task))
         if free_room >= need:
             return False  # free room alone might do
         rows = np.arange(len(fut))
@@ -802,7 +808,7 @@ class Evictor:
                for r, (task, _) in groups.items()}
         if all(b is None for b in own.values()) and not any(
                 self._open_anywhere(pjob, self.entitlement(queue, task))
-                for r, (task, _) in groups.items() if entitled[r]):
+                for r, (task, _) in groups.items() if may_take(r, task)):
             return True  # no victim possible: free room is all there is
         extra = None
         if cross:
