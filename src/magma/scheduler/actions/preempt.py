@@ -249,10 +249,7 @@ class Evictor:
         self.figures = reasons.queue_figures(ssn)
         # `alloc`, summed when first read with fastpath.preempt_lazy_setup
         self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
-        self.descendants: dict[str, set[str]] = {q: {q} for q in ssn.queues}
-        for q in ssn.queues:
-            for a in reasons.ancestors(ssn, q):
-                self.descendants.setdefault(a, {a}).add(q)
+        self._descendants: dict[str, set[str]] | None = None  # per queue, itself and its sub-queues (when asked)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
         self._unindexed: set[str] = set()  # queues not indexed yet
@@ -268,7 +265,9 @@ class Evictor:
         # queue, request) (fastpath.preempt_figures_memo)
         self._by_figures = Memo(4096)
         # Jobs with tasks placed or pipelined in this session: never victims (their uids).
-        self.unsettled: set[str] = {j.uid for j in ssn.jobs.values() if not settled(j)}
+        # (A snapshot gives no task these statuses: only the session's operations do, and the jobs they touch are
+        # among `session_jobs`.)
+        self.unsettled: set[str] = {j.uid for j in session_jobs(ssn) if not settled(j)}
         self._unsettled_at_start = frozenset(self.unsettled)
         self._entitled: tuple[list[str], int] = ([], 0)
         # Caches of fastpath.preempt_caches. The share plugin's queue figures are kept for one version of the
@@ -311,7 +310,12 @@ class Evictor:
 
     def subtree_alloc(self, name: str) -> Resources:
         total = Resources()
-        for d in self.descendants.get(name, {name}):
+        if self._descendants is None:
+            self._descendants = {q: {q} for q in self.ssn.queues}
+            for q in self.ssn.queues:
+                for a in reasons.ancestors(self.ssn, q):
+                    self._descendants.setdefault(a, {a}).add(q)
+        for d in self._descendants.get(name, {name}):
             total = total + self.alloc.get(d, Resources())
         return total
 
