@@ -199,6 +199,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `preempt_fit_once` (preempt, reclaim): applying a plan asks whether the task fits its node now (resources, the
   queue's Allocatable, the predicates) once, and again only after it evicted more of the queue's work; the
   straightforward code asks a second time with nothing changed in between.
+- `pod_facts_kept` (incremental snapshot): a written pod that is the same object as when its record was made keeps
+  that record's request and task shape (what predicates read) instead of deriving them again: a stored pod is
+  changed in place only in its status, node name, annotations and deletion time (bind, the kubelet, eviction);
+  a pod with other containers, labels or constraints is another object (`Cluster.update` / `add`).
 """
 
 from __future__ import annotations
@@ -249,6 +253,7 @@ water_fill_lean = True
 proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
+pod_facts_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -259,7 +264,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
-          "preempt_figures_memo", "preempt_fit_once")
+          "preempt_figures_memo", "preempt_fit_once", "pod_facts_kept")
 
 
 @contextmanager
