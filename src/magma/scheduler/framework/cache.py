@@ -465,29 +465,32 @@ class SnapshotCache:
     def _add_pod(self, p: Pod, old: _Pod | None = None) -> bool:
         """One pod, as `snapshot._build`'s loop places it; False when no record reflects it. `old`: the pod's
         record before it was written, whose request and task shape are kept when it is the same object."""
-        pos = self._cluster.position("Pod", p.key)
+        key = p.key
+        pos = self._cluster.position("Pod", key)
         table = self.snap.table
         if old is not None and old.pod is p:  # written in place: its status, node name, annotations
             req, kept = old.req, old.task
             self.facts_kept += 1
         else:
             req, kept = p.spec.request(), None
+        counts, col = self.dim_count, table.col
         for name in req:
             if name != PODS:
-                if name not in table.col:
+                if name not in col:
                     raise _Rebuild  # a new column
-                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
         pcs, default, never = self.prios
         status = snap_mod.task_status(p)
+        spec = p.spec
         group = p.group_name
         job_key = f"{p.namespace}/{group}" if group else None
         g = self.groups.get(job_key) if job_key else None
         job = g.job if g is not None else None
         bare = None
-        if job is None and not group and p.spec.scheduler_name in self.names:
+        if job is None and not group and spec.scheduler_name in self.names:
             bare = snap_mod.bare_pod_job(p, self.queue_names, pcs, default, KeptJob)
             if bare is None:
-                self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+                self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
             else:
                 if bare.uid in self.pg_jobs or bare.uid in self.bare_jobs:
                     raise _Rebuild
@@ -503,7 +506,7 @@ class SnapshotCache:
             self.pos_of[id(task)] = pos
             _insert(job.tasks, task.uid, task, pos, self.pos_of)
             job._stats = None
-        node = self.snap.nodes.get(p.spec.node_name or "")
+        node = self.snap.nodes.get(spec.node_name or "")
         if node is not None and status not in _DONE:
             t = task or snap_mod._task(p, None, status, req, pcs, never, kept)
             if t.uid in node.tasks:
@@ -519,9 +522,9 @@ class SnapshotCache:
         if task is not None and task.vec is None:
             task.vec = table.vec(task.resreq)
         if job_key is not None:
-            self.group_pods.setdefault(job_key, {})[p.key] = None
-        self.pods[p.key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
-        return t is not None or bare is not None or p.key in self.skipped_pods
+            self.group_pods.setdefault(job_key, {})[key] = None
+        self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
+        return t is not None or bare is not None or key in self.skipped_pods
 
 
 def _insert(d: dict, key: str, value: Any, pos: int, pos_of: dict[int, int]) -> None:
