@@ -13,6 +13,7 @@ every pod at every step: which pods run, by unit of work; which have deadlines; 
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -181,6 +182,11 @@ class _Running:
         self.dirty: set[tuple[str, str]] = set()  # units to look at again
         self.unstarted: set[str] = set()  # running pods without a start time yet (given at the next step)
         self.next_end = -math.inf  # no started unit's work ends before this
+        # (end, unit) of the started units, a heap; an entry whose unit has since stopped or started again is
+        # dropped when it comes to the top
+        self.ends: list[tuple[float, tuple[str, str]]] = [
+            (s + kubelet.durations[u], u) for u, s in kubelet.work.started.items()]
+        heapq.heapify(self.ends)
         state = self.cluster.state()
         self.written: set[str] | None = None  # pods written since the last start_bound (None: all)
         for key in state.pods:
@@ -295,6 +301,7 @@ class _Running:
             started = work.started.get(unit)
             if started is None:
                 started = work.started[unit] = max(start_times.get(k, now) for k in keys)
+                heapq.heappush(self.ends, (started + durations[unit], unit))
             if now - started >= durations[unit]:
                 for key in self._sorted(keys):
                     _terminate(pods_of[key], "Succeeded", 0, "Completed", now)
@@ -303,6 +310,12 @@ class _Running:
                 changed = True
         # the started units may have changed: their earliest end, a little early so that rounding never hides one
         # (the test above is the exact one)
-        ends = [work.started[u] + durations[u] for u in work.started]
-        self.next_end = min(ends) - 1e-6 * max(1.0, abs(now)) if ends else math.inf
+        ends, started_at = self.ends, work.started
+        while ends:
+            end, unit = ends[0]
+            s = started_at.get(unit)
+            if s is not None and s + durations[unit] == end:
+                break
+            heapq.heappop(ends)
+        self.next_end = ends[0][0] - 1e-6 * max(1.0, abs(now)) if ends else math.inf
         return changed
