@@ -127,6 +127,7 @@ class Simulation:
         self._open_runs: set[str] = set()  # pod uids whose last run has not ended
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
+        self._freeze_due = False  # a full collection ran: set its survivors aside (see run)
         # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
         # it, its result, the events it recorded, the scheduler's records version it ran on)
         self._quiet: tuple[int, SessionResult, list[tuple], int | None] | None = None
@@ -171,12 +172,15 @@ class Simulation:
         # The scenario (every Job to arrive, the cluster, the scheduler's records) lives through the whole run:
         # set aside from the cycle collector's passes, which otherwise walk all of it in each full pass. The
         # youngest generation's passes come less often too: most of a step's objects are gone before one, and
-        # fewer survivors are promoted into the full passes. Only the time spent collecting changes; the
-        # collector's settings are restored and the objects handed back to it when the run ends.
+        # fewer survivors are promoted into the full passes. What survives a full pass during the run (the trace,
+        # the records kept across sessions) is set aside too, after the pass: a later full pass walks only what
+        # came since. Only the time spent collecting changes; the collector's settings are restored and the
+        # objects handed back to it when the run ends.
         thresholds = gc.get_threshold()
         freeze = not gc.get_freeze_count()  # a caller that froze objects itself keeps them frozen
         if freeze:
             gc.freeze()
+            gc.callbacks.append(self._after_collection)
         if thresholds[0]:  # 0: automatic collection is off, and stays off
             gc.set_threshold(max(thresholds[0], _GC_YOUNG_THRESHOLD), *thresholds[1:])
         try:
@@ -184,7 +188,12 @@ class Simulation:
         finally:
             gc.set_threshold(*thresholds)
             if freeze:
+                gc.callbacks.remove(self._after_collection)
                 gc.unfreeze()
+
+    def _after_collection(self, phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            self._freeze_due = True  # (frozen between steps, not inside the collector)
 
     def _run(self, progress: Callable[[float, float], None] | None) -> Trace:
         t = 0.0
@@ -219,6 +228,9 @@ class Simulation:
             spent["controller"] += (t3 - t2) + (t6 - t5)
             spent["session"] += t4 - t3  # the ingest's share is moved to "ingest" by _session
             spent["record"] += t7 - t6
+            if self._freeze_due:
+                self._freeze_due = False
+                gc.freeze()
             if progress:
                 progress(t, horizon)
             if self.until is not None and t >= self.until:
