@@ -203,6 +203,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   that record's request and task shape (what predicates read) instead of deriving them again: a stored pod is
   changed in place only in its status, node name, annotations and deletion time (bind, the kubelet, eviction);
   a pod with other containers, labels or constraints is another object (`Cluster.update` / `add`).
+- `index_moves_in_place` (job index): a changed job that stays in its queue (not its only job) under the same key,
+  place and resources has its old figures taken out and its new ones put in only where they differ
+  (`JobIndex._move`): integer sums, so q - r + r is q; taking out and putting in is still done where it would
+  reorder a sum's resources or the resource counts, so every list and dict is left as the long way leaves it.
 """
 
 from __future__ import annotations
@@ -254,6 +258,7 @@ proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
 pod_facts_kept = True
+index_moves_in_place = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -264,7 +269,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
-          "preempt_figures_memo", "preempt_fit_once", "pod_facts_kept")
+          "preempt_figures_memo", "preempt_fit_once", "pod_facts_kept",
+          "index_moves_in_place")
 
 
 @contextmanager
