@@ -133,12 +133,7 @@ class JobIndex:
             q[i] = q[i] - a + b
         dims = self.dims
         if any(dims[d] == 1 for d in rec.dims):  # one would leave the Counter and come back last
-            for d in old.dims:
-                n = dims[d] - 1
-                if n:
-                    dims[d] = n
-                else:
-                    del dims[d]
+            self._uncount(old.dims)
             dims.update(rec.dims)
         keys = self.keys
         if keys[rec.key] == 1:
@@ -199,13 +194,7 @@ class JobIndex:
             q = self.queue_sums[rec.queue]
             for i, r in enumerate(rec.sums):
                 q[i] = q[i] - r
-        dims = self.dims
-        for d in rec.dims:
-            n = dims[d] - 1
-            if n:
-                dims[d] = n
-            else:
-                del dims[d]
+        self._uncount(rec.dims)
         self.keys[rec.key] -= 1
         if not self.keys[rec.key]:
             del self.keys[rec.key]
@@ -215,6 +204,16 @@ class JobIndex:
             self._active_order = None
         if rec.phase is not None:
             del self.phases[rec.key]
+
+    def _uncount(self, dims: frozenset[str]) -> None:
+        """Take a job's resources out of the resource counts (a resource no job names any more leaves them)."""
+        counts = self.dims
+        for d in dims:
+            n = counts[d] - 1
+            if n:
+                counts[d] = n
+            else:
+                del counts[d]
 
     # ------------------------------------------------------------------ the session's view
     def usable(self, ssn: Any) -> bool:
