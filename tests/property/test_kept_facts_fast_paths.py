@@ -10,6 +10,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from magma.scheduler.framework import fastpath
 from magma.sim.scenario import Timed
 
 import test_fast_paths as tfp
@@ -46,3 +47,27 @@ def test_node_and_queue_updates_decide_the_same(seed, n_nodes, n_jobs, conf):
         slow = tfp.run(seed, n_nodes, n_jobs, fast=False, conf=conf)
         fast = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
     assert slow == fast
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14),
+       conf=st.sampled_from(tfp.CONFS))
+def test_pods_written_in_place_keep_their_facts(seed, n_nodes, n_jobs, conf):
+    """`pod_facts_kept`: pods bound, started, finished and evicted in place keep the request and shape of their
+    record; the kept snapshot is checked against a full build at every session (`SnapshotCache.verify`) and the
+    run decides as it does with the pods' facts derived again."""
+    sims = []
+
+    class Recorded(tfp.Simulation):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sims.append(self)
+
+    with mock.patch.object(tfp, "Simulation", Recorded):
+        with fastpath.disabled("pod_facts_kept"):
+            derived = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+        kept = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+    assert derived == kept
+    assert sims[0].scheduler.cache.facts_kept == 0
+    if sims[1].cluster.bindings:  # a bound pod is written in place: its next ingest keeps its facts
+        assert sims[1].scheduler.cache.facts_kept > 0

@@ -13,6 +13,7 @@ every pod at every step: which pods run, by unit of work; which have deadlines; 
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -181,6 +182,11 @@ class _Running:
         self.dirty: set[tuple[str, str]] = set()  # units to look at again
         self.unstarted: set[str] = set()  # running pods without a start time yet (given at the next step)
         self.next_end = -math.inf  # no started unit's work ends before this
+        # (end, unit) of the started units, a heap; an entry whose unit has since stopped or started again is
+        # dropped when it comes to the top
+        self.ends: list[tuple[float, tuple[str, str]]] = [
+            (s + kubelet.durations[u], u) for u, s in kubelet.work.started.items()]
+        heapq.heapify(self.ends)
         state = self.cluster.state()
         self.written: set[str] | None = None  # pods written since the last start_bound (None: all)
         for key in state.pods:
@@ -249,51 +255,67 @@ class _Running:
         """`VirtualKubelet.step` after finish_deletions, from the kept view."""
         kubelet, cluster = self.kubelet, self.cluster
         state = cluster.state()
+        pods_of = state.pods
         work, durations, start_times = kubelet.work, kubelet.durations, kubelet.start_times
         changed = False
-        for key in self._sorted(self.unstarted):  # running from the start: the clock starts now
-            start_times[key] = now
-            pod = state.pods[key]
-            extra = pod.status.model_extra if pod.status.model_extra is not None else {}
-            extra["startTime"] = now
-        self.unstarted.clear()
-        for key in self._sorted(self.deadline):
-            pod = state.pods[key]
-            if pod.metadata.deletion_timestamp is not None:
-                continue
-            if now - start_times[key] >= pod.spec.active_deadline_seconds:
-                _terminate(pod, "Failed", 137, "DeadlineExceeded", now)
-                cluster.mark_changed("Pod", key)
-                changed = True
-                self._pod(state, key)  # out of its unit at once, as the full scan leaves it out
+        if self.unstarted:
+            for key in self._sorted(self.unstarted):  # running from the start: the clock starts now
+                start_times[key] = now
+                pod = pods_of[key]
+                extra = pod.status.model_extra if pod.status.model_extra is not None else {}
+                extra["startTime"] = now
+            self.unstarted.clear()
+        # Only pods whose deadline has come are acted on: those, in the cluster's order (no other pod's deadline
+        # depends on them).
+        due = [key for key in self.deadline if pods_of[key].metadata.deletion_timestamp is None
+               and now - start_times[key] >= pods_of[key].spec.active_deadline_seconds]
+        for key in self._sorted(due) if len(due) > 1 else due:
+            _terminate(pods_of[key], "Failed", 137, "DeadlineExceeded", now)
+            cluster.mark_changed("Pod", key)
+            changed = True
+            self._pod(state, key)  # out of its unit at once, as the full scan leaves it out
         look = self.dirty
         self.dirty = set()
-        if now >= self.next_end:  # some started unit may be done: look at them all
-            look |= set(work.started)
+        if now >= self.next_end:  # some started unit may be done: those whose time is up (for any other started
+            # unit, not written since, looking again changes nothing)
+            look.update(u for u, s in work.started.items() if now - s >= durations[u])
+        if not look:
+            return changed
         pos = cluster.position
         order = []
+        units = self.units
         for unit in look:
-            pods = self.units.get(unit)
-            if not pods:
-                self.units.pop(unit, None)
+            keys = units.get(unit)
+            if not keys:
+                units.pop(unit, None)
                 work.started.pop(unit, None)
                 continue
-            order.append((min(pos("Pod", k) for k in pods), unit))
-        for _, unit in sorted(order):
-            pods = [state.pods[k] for k in self._sorted(self.units[unit])]
-            if len(pods) < kubelet._min_available(unit):
+            order.append((min(pos("Pod", k) for k in keys), unit))
+        if len(order) > 1:
+            order.sort()
+        for _, unit in order:
+            keys = units[unit]
+            if len(keys) < kubelet._min_available(unit):
                 work.started.pop(unit, None)  # the gang is not complete: training cannot progress
                 continue
-            if unit not in work.started:
-                work.started[unit] = max(start_times.get(p.key, now) for p in pods)
-            if now - work.started[unit] >= durations[unit]:
-                for p in pods:
-                    _terminate(p, "Succeeded", 0, "Completed", now)
-                    cluster.mark_changed("Pod", p.key)
+            started = work.started.get(unit)
+            if started is None:
+                started = work.started[unit] = max(start_times.get(k, now) for k in keys)
+                heapq.heappush(self.ends, (started + durations[unit], unit))
+            if now - started >= durations[unit]:
+                for key in self._sorted(keys):
+                    _terminate(pods_of[key], "Succeeded", 0, "Completed", now)
+                    cluster.mark_changed("Pod", key)
                 work.started.pop(unit, None)
                 changed = True
-        if look:  # the started units may have changed: their earliest end, a little early so that rounding never
-            # hides one (the test above is the exact one)
-            ends = [work.started[u] + durations[u] for u in work.started]
-            self.next_end = min(ends) - 1e-6 * max(1.0, abs(now)) if ends else math.inf
+        # the started units may have changed: their earliest end, a little early so that rounding never hides one
+        # (the test above is the exact one)
+        ends, started_at = self.ends, work.started
+        while ends:
+            end, unit = ends[0]
+            s = started_at.get(unit)
+            if s is not None and s + durations[unit] == end:
+                break
+            heapq.heappop(ends)
+        self.next_end = ends[0][0] - 1e-6 * max(1.0, abs(now)) if ends else math.inf
         return changed

@@ -36,6 +36,7 @@ tests/property/test_sim_fast_paths.py compares runs with and without the simulat
 
 from __future__ import annotations
 
+import bisect
 import gc
 import math
 import statistics
@@ -126,6 +127,7 @@ class Simulation:
         self._open_runs: set[str] = set()  # pod uids whose last run has not ended
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
+        self._freeze_due = False  # a full collection ran: set its survivors aside (see run)
         # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
         # it, its result, the events it recorded, the scheduler's records version it ran on)
         self._quiet: tuple[int, SessionResult, list[tuple], int | None] | None = None
@@ -170,12 +172,15 @@ class Simulation:
         # The scenario (every Job to arrive, the cluster, the scheduler's records) lives through the whole run:
         # set aside from the cycle collector's passes, which otherwise walk all of it in each full pass. The
         # youngest generation's passes come less often too: most of a step's objects are gone before one, and
-        # fewer survivors are promoted into the full passes. Only the time spent collecting changes; the
-        # collector's settings are restored and the objects handed back to it when the run ends.
+        # fewer survivors are promoted into the full passes. What survives a full pass during the run (the trace,
+        # the records kept across sessions) is set aside too, after the pass: a later full pass walks only what
+        # came since. Only the time spent collecting changes; the collector's settings are restored and the
+        # objects handed back to it when the run ends.
         thresholds = gc.get_threshold()
         freeze = not gc.get_freeze_count()  # a caller that froze objects itself keeps them frozen
         if freeze:
             gc.freeze()
+            gc.callbacks.append(self._after_collection)
         if thresholds[0]:  # 0: automatic collection is off, and stays off
             gc.set_threshold(max(thresholds[0], _GC_YOUNG_THRESHOLD), *thresholds[1:])
         try:
@@ -183,7 +188,12 @@ class Simulation:
         finally:
             gc.set_threshold(*thresholds)
             if freeze:
+                gc.callbacks.remove(self._after_collection)
                 gc.unfreeze()
+
+    def _after_collection(self, phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            self._freeze_due = True  # (frozen between steps, not inside the collector)
 
     def _run(self, progress: Callable[[float, float], None] | None) -> Trace:
         t = 0.0
@@ -218,6 +228,9 @@ class Simulation:
             spent["controller"] += (t3 - t2) + (t6 - t5)
             spent["session"] += t4 - t3  # the ingest's share is moved to "ingest" by _session
             spent["record"] += t7 - t6
+            if self._freeze_due:
+                self._freeze_due = False
+                gc.freeze()
             if progress:
                 progress(t, horizon)
             if self.until is not None and t >= self.until:
@@ -409,7 +422,9 @@ class _Recorder:
         self.podgroups: set[str] = set()
         self.running: dict[str, tuple] = {}  # pod key -> (pod, GPUs) of pods running on a node
         self.placed: dict[str, tuple[int, str]] = {}  # pod key in running -> (its position, its queue)
-        self.groups: dict[str, int] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
+        self.order: list[int] = []  # the positions in placed, sorted (the order the sum below adds in)
+        self.at: dict[int, str] = {}  # position in order -> its pod key
+        self.groups: dict[str, set[str]] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
         self.group_queue: dict[str, str | None] = {}  # PodGroup key in groups -> its queue when last summed
         self.counted: dict[str, str] = {}  # running pod key -> the owner it counts for
         self.count: dict[str, int] = {}  # owner -> running pods
@@ -441,6 +456,7 @@ class _Recorder:
         owners: set[str] = set()  # "Job key" / "PodGroup key" whose start or end may have come
         nodes = False
         requeued: list[str] = []  # PodGroups of running pods whose queue changed, appeared or went
+        written_groups: set[str] = set()
         for kind, key in changes:
             if kind == "Pod":
                 pods.add(key)
@@ -451,9 +467,10 @@ class _Recorder:
                 if (key in known) != (key in now_in):  # appeared or disappeared: owners of its pods may change
                     pods |= self.refs.get(ident, set())
                     (known.add if key in now_in else known.discard)(key)
-                if kind == "PodGroup" and key in self.groups and \
-                        self.group_queue.get(key, "") != _podgroup_queue(state, key):
-                    requeued.append(key)  # a running pod's queue changed
+                if kind == "PodGroup" and key in self.groups:
+                    written_groups.add(key)
+                    if self.group_queue.get(key, "") != _podgroup_queue(state, key):
+                        requeued.append(key)  # a running pod's queue changed
             elif kind == "Node":
                 nodes = True
         position = cluster.position
@@ -471,6 +488,7 @@ class _Recorder:
                     runs[-1][1] = t
                     runs[-1][3] = trace.evicted_pods.get(uid, "deleted")
         running_changed = False
+        joined: set[str] = set()  # PodGroups that gained running pods
         for key in present:
             pod = state.pods[key]
             uid = pod.metadata.uid or pod.key
@@ -494,10 +512,11 @@ class _Recorder:
                     self.running[key] = (pod, pod.spec.request()[GPU] / 1000)
                     group = _group_key(pod)
                     if group is not None:
-                        self.groups[group] = self.groups.get(group, 0) + 1
+                        self.groups.setdefault(group, set()).add(key)
+                        joined.add(group)
                     running_changed = True
                 # its queue, as the sum below reads it (again: a written pod may name another group or queue)
-                self.placed[key] = (position("Pod", key), _queue_of(pod, state))
+                self._place(key, position("Pod", key), _queue_of(pod, state))
             else:
                 if runs and runs[-1][1] is None:
                     runs[-1][1] = t
@@ -535,19 +554,28 @@ class _Recorder:
             for key, plan in result.reservations.items():
                 trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
             trace.backfilled.update(ident(key) for key in result.backfilled)
-        if requeue:  # a PodGroup of running pods changed its queue, appeared or went: every queue again
-            self.placed = {key: (position("Pod", key), _queue_of(pod, state))
-                           for key, (pod, _) in self.running.items()}
+        if requeue:  # a PodGroup of running pods changed its queue, appeared or went: its pods' queue again (the
+            # other running pods' PodGroups kept their queue since the last sum: see group_queue)
+            placed, running = self.placed, self.running
+            for group in requeued:
+                for key in self.groups.get(group, ()):
+                    placed[key] = (placed[key][0], _queue_of(running[key][0], state))
         if running_changed or requeue:
             # In the cluster's order, as the full scan sums. A running pod's queue is read again when it is
             # written or its PodGroup changes queue (above); nothing else changes it.
             by_queue: dict[str, float] = {}
-            placed, running = self.placed, self.running
-            for _, key in sorted((pq[0], key) for key, pq in placed.items()):
+            placed, running, at = self.placed, self.running, self.at
+            for pos in self.order:
+                key = at[pos]
                 q = placed[key][1]
                 by_queue[q] = by_queue.get(q, 0.0) + running[key][1]
             self.by_queue = by_queue
-            self.group_queue = {key: _podgroup_queue(state, key) for key in self.groups}
+            # Each PodGroup of running pods with its queue now: those that gained running pods or were written
+            # (the others' were read at an earlier sum and not written since; those without running pods left).
+            group_queue, groups = self.group_queue, self.groups
+            for key in joined | written_groups:
+                if key in groups:
+                    group_queue[key] = _podgroup_queue(state, key)
         if nodes:
             self.total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
         if self.deserved[0] is not result.queue_shares:
@@ -557,14 +585,31 @@ class _Recorder:
 
     def _stop(self, key: str) -> None:
         old = self.running.pop(key, None)
-        self.placed.pop(key, None)
+        was = self.placed.pop(key, None)
+        if was is not None:
+            self._unorder(was[0])
         if old is None:
             return
         group = _group_key(old[0])
         if group is not None:
-            self.groups[group] -= 1
-            if not self.groups[group]:
+            members = self.groups[group]
+            members.discard(key)
+            if not members:
                 del self.groups[group]
+                self.group_queue.pop(group, None)
+
+    def _place(self, key: str, pos: int, queue: str) -> None:
+        was = self.placed.get(key)
+        if was is None or was[0] != pos:
+            if was is not None:
+                self._unorder(was[0])
+            bisect.insort(self.order, pos)
+            self.at[pos] = key
+        self.placed[key] = (pos, queue)
+
+    def _unorder(self, pos: int) -> None:
+        del self.order[bisect.bisect_left(self.order, pos)]
+        del self.at[pos]
 
     def _track(self, t: float, state, owners: set[str]) -> None:
         """`Simulation._track_jobs` for the jobs whose running pods, Job or PodGroup changed."""

@@ -101,6 +101,7 @@ def cache_supported(cluster: Any, config: Any) -> bool:
 @dataclass(eq=False)
 class _Pod:
     pos: int
+    pod: Pod  # the object the record was made from
     req: Any  # Resources, the pod's request (pods included), for the table's columns
     job_key: str | None  # "ns/group" when the pod names a group
     job: JobInfo | None  # the job its task is in
@@ -113,6 +114,7 @@ class _Pod:
 class _Group:
     pos: int
     job: JobInfo | None  # None: skipped, its queue does not exist
+    inputs: tuple | None = None  # what the job was made from, but the status (snapshot.podgroup_inputs)
 
 
 class _Rebuild(Exception):
@@ -138,6 +140,7 @@ class SnapshotCache:
         # every pod written is one no record reflects: a finished pod whose PodGroup is gone, say). Queue
         # records are not counted: they are made at the session's open from the Queues written.
         self.records_version = 0
+        self.facts_kept = 0  # pods written in place whose request and shape were kept (fast path pod_facts_kept)
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
@@ -299,7 +302,7 @@ class SnapshotCache:
     # The index `snapshot._build` reports to.
     def podgroup(self, pg: PodGroup, job: JobInfo | None) -> None:
         pos = self._cluster.position("PodGroup", pg.key)
-        self.groups[pg.key] = _Group(pos, job)
+        self.groups[pg.key] = _Group(pos, job, snap_mod.podgroup_inputs(pg) if job is not None else None)
         if job is None:
             self.skipped_groups[pg.key] = (pos, snap_mod.podgroup_skipped(pg))
         else:
@@ -310,7 +313,7 @@ class SnapshotCache:
         key = p.key
         pos = self._cluster.position("Pod", key)
         in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
-        self.pods[key] = _Pod(pos, req, job_key, job if in_job is not None else None, bare, task, node)
+        self.pods[key] = _Pod(pos, p, req, job_key, job if in_job is not None else None, bare, task, node)
         if task is not None:
             self.pos_of[id(task)] = pos
         if bare is not None:
@@ -362,6 +365,9 @@ class SnapshotCache:
         groups = {key for key in groups if not self._status_only(state, key)}
         for key in groups:
             pods.update(self.group_pods.get(key, ()))
+        # the records of the pods written, to take their request and shape from when the pod is the same object
+        # (fast path pod_facts_kept)
+        dropped = {key: self.pods.get(key) for key in pods} if fastpath.pod_facts_kept else {}
         for key in pods:
             altered |= self._drop_pod(key)
         for key in groups:
@@ -370,7 +376,7 @@ class SnapshotCache:
         for key in sorted((k for k in groups if k in state.podgroups), key=lambda k: position("PodGroup", k)):
             self._add_group(state.podgroups[key])
         for key in sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k)):
-            altered |= self._add_pod(state.pods[key])
+            altered |= self._add_pod(state.pods[key], dropped.get(key))
         if altered:
             self.records_version += 1
         self.incremental_builds += 1
@@ -383,16 +389,20 @@ class SnapshotCache:
         pg = state.podgroups.get(key)
         if g is None or g.job is None or pg is None or g.job.podgroup is not pg:
             return False
-        queue = pg.spec.queue or "default"
-        if queue not in self.queue_names:
-            return False
-        pcs, default, _ = self.prios
-        new = snap_mod._job_from_podgroup(pg, queue, pcs, default)
         old = g.job
-        if any(getattr(new, f) != getattr(old, f) for f in _STATIC_JOB_FIELDS):
-            return False
-        object.__setattr__(old, "phase", new.phase)
-        object.__setattr__(old, "_base_phase", new.phase)
+        inputs = snap_mod.podgroup_inputs(pg)
+        if inputs != g.inputs:  # (equal inputs make equal fields) the job as it would be made now, compared
+            queue = pg.spec.queue or "default"
+            if queue not in self.queue_names:
+                return False
+            pcs, default, _ = self.prios
+            new = snap_mod._job_from_podgroup(pg, queue, pcs, default)
+            if any(getattr(new, f) != getattr(old, f) for f in _STATIC_JOB_FIELDS):
+                return False
+            g.inputs = inputs
+        phase = snap_mod.podgroup_phase(pg)
+        object.__setattr__(old, "phase", phase)
+        object.__setattr__(old, "_base_phase", phase)
         return True
 
     def _drop_group(self, key: str) -> None:
@@ -414,7 +424,7 @@ class SnapshotCache:
         if job.uid in self.pg_jobs or job.uid in self.bare_jobs:
             raise _Rebuild
         self._keep(job)
-        self.groups[pg.key] = _Group(pos, job)
+        self.groups[pg.key] = _Group(pos, job, snap_mod.podgroup_inputs(pg))
         self.pos_of[id(job)] = pos
         _insert(self.pg_jobs, job.uid, job, pos, self.pos_of)
 
@@ -452,27 +462,35 @@ class SnapshotCache:
                     raise _Rebuild  # the table would lose that column
         return reflected
 
-    def _add_pod(self, p: Pod) -> bool:
-        """One pod, as `snapshot._build`'s loop places it; False when no record reflects it."""
-        pos = self._cluster.position("Pod", p.key)
+    def _add_pod(self, p: Pod, old: _Pod | None = None) -> bool:
+        """One pod, as `snapshot._build`'s loop places it; False when no record reflects it. `old`: the pod's
+        record before it was written, whose request and task shape are kept when it is the same object."""
+        key = p.key
+        pos = self._cluster.position("Pod", key)
         table = self.snap.table
-        req = p.spec.request()
+        if old is not None and old.pod is p:  # written in place: its status, node name, annotations
+            req, kept = old.req, old.task
+            self.facts_kept += 1
+        else:
+            req, kept = p.spec.request(), None
+        counts, col = self.dim_count, table.col
         for name in req:
             if name != PODS:
-                if name not in table.col:
+                if name not in col:
                     raise _Rebuild  # a new column
-                self.dim_count[name] = self.dim_count.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
         pcs, default, never = self.prios
         status = snap_mod.task_status(p)
+        spec = p.spec
         group = p.group_name
         job_key = f"{p.namespace}/{group}" if group else None
         g = self.groups.get(job_key) if job_key else None
         job = g.job if g is not None else None
         bare = None
-        if job is None and not group and p.spec.scheduler_name in self.names:
+        if job is None and not group and spec.scheduler_name in self.names:
             bare = snap_mod.bare_pod_job(p, self.queue_names, pcs, default, KeptJob)
             if bare is None:
-                self.skipped_pods[p.key] = (pos, snap_mod.bare_pod_skipped(p))
+                self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
             else:
                 if bare.uid in self.pg_jobs or bare.uid in self.bare_jobs:
                     raise _Rebuild
@@ -482,15 +500,15 @@ class SnapshotCache:
                 job = bare
         task = None
         if job is not None:
-            task = snap_mod._task(p, job, status, req, pcs, never)
+            task = snap_mod._task(p, job, status, req, pcs, never, kept)
             if task.uid in job.tasks:
                 raise _Rebuild
             self.pos_of[id(task)] = pos
             _insert(job.tasks, task.uid, task, pos, self.pos_of)
             job._stats = None
-        node = self.snap.nodes.get(p.spec.node_name or "")
+        node = self.snap.nodes.get(spec.node_name or "")
         if node is not None and status not in _DONE:
-            t = task or snap_mod._task(p, None, status, req, pcs, never)
+            t = task or snap_mod._task(p, None, status, req, pcs, never, kept)
             if t.uid in node.tasks:
                 raise _Rebuild
             t.node = node.name
@@ -504,9 +522,9 @@ class SnapshotCache:
         if task is not None and task.vec is None:
             task.vec = table.vec(task.resreq)
         if job_key is not None:
-            self.group_pods.setdefault(job_key, {})[p.key] = None
-        self.pods[p.key] = _Pod(pos, req, job_key, job if task is not None else None, bare, t, node)
-        return t is not None or bare is not None or p.key in self.skipped_pods
+            self.group_pods.setdefault(job_key, {})[key] = None
+        self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
+        return t is not None or bare is not None or key in self.skipped_pods
 
 
 def _insert(d: dict, key: str, value: Any, pos: int, pos_of: dict[int, int]) -> None:

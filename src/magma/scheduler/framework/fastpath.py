@@ -204,6 +204,14 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   are compared with the placements JobPipelined needs before it can hold (`Session.pipeline_need`: gang's
   minAvailable less the ready and pipelined tasks). When fewer, the turn would place some tasks and discard them
   all: it is passed over as a failed turn, with no statement made.
+- `pod_facts_kept` (incremental snapshot): a written pod that is the same object as when its record was made keeps
+  that record's request and task shape (what predicates read) instead of deriving them again: a stored pod is
+  changed in place only in its status, node name, annotations and deletion time (bind, the kubelet, eviction);
+  a pod with other containers, labels or constraints is another object (`Cluster.update` / `add`).
+- `index_moves_in_place` (job index): a changed job that stays in its queue (not its only job) under the same key,
+  place and resources has its old figures taken out and its new ones put in only where they differ
+  (`JobIndex._move`): integer sums, so q - r + r is q; taking out and putting in is still done where it would
+  reorder a sum's resources or the resource counts, so every list and dict is left as the long way leaves it.
 """
 
 from __future__ import annotations
@@ -255,17 +263,19 @@ proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
 preempt_gang_bound = True
+pod_facts_kept = True
+index_moves_in_place = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
           "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
-          "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
-          "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
-          "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
-          "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
-          "preempt_figures_memo", "preempt_fit_once", "preempt_gang_bound")
+          "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept", "proportion_open_lean",
+          "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept", "fast_template_copy",
+          "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
+          "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
+          "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place")
 
 
 @contextmanager

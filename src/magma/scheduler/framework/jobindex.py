@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 
 from magma.api.resources import Resources
 
+from . import fastpath
 from .info import JobInfo
 
 # The summed figures, in the order `figures` gives them.
@@ -108,8 +109,50 @@ class JobIndex:
             if old is not None:
                 if rec.same(old):
                     continue  # what it counts is what it counted (a PodGroup status written back, say)
+                if fastpath.index_moves_in_place and self._move(uid, old, rec):
+                    continue
                 self._remove(uid)
             self._add(uid, job, place, rec=rec)
+
+    def _move(self, uid: str, old: JobRecord, rec: JobRecord) -> bool:
+        """`_remove` then `_add` for a job that stays in its queue (not its only job) under the same key, place and
+        resources, leaving every figure, list and dict as they leave them (values and order) with less work: a sum
+        whose figure did not change is left as it is when taking it out and in again would give it back in the same
+        order (no resource of the figure drops out of it on the way); so are the resource counts. False: not such a
+        job, nothing done."""
+        if rec.queue != old.queue or rec.key != old.key or rec.order != old.order or rec.dims != old.dims:
+            return False
+        if len(self.queue_uids[rec.queue]) < 2:
+            return False
+        del self.records[uid]
+        self.records[uid] = rec
+        q = self.queue_sums[rec.queue]
+        for i, (a, b) in enumerate(zip(old.sums, rec.sums)):
+            if a == b and not _drops(q[i], a):
+                continue
+            q[i] = q[i] - a + b
+        dims = self.dims
+        if any(dims[d] == 1 for d in rec.dims):  # one would leave the Counter and come back last
+            self._uncount(old.dims)
+            dims.update(rec.dims)
+        keys = self.keys
+        if keys[rec.key] == 1:
+            del keys[rec.key]
+            keys[rec.key] = 1
+        del self.allocated[uid], self.shares[uid]
+        self.allocated[uid] = rec.sums[_ALLOCATED]
+        self.shares[uid] = rec.share
+        if uid in self.active:
+            self.active.discard(uid)
+            self._active_order = None
+        if old.phase is not None:
+            del self.phases[old.key]
+        if rec.phase is None:
+            self.active.add(uid)
+            self._active_order = None
+        else:
+            self.phases[rec.key] = rec.phase
+        return True
 
     def _record(self, job: JobInfo, order: tuple[int, int]) -> JobRecord:
         sums, share, dims = self.figures(job, self.total)
@@ -151,13 +194,7 @@ class JobIndex:
             q = self.queue_sums[rec.queue]
             for i, r in enumerate(rec.sums):
                 q[i] = q[i] - r
-        dims = self.dims
-        for d in rec.dims:
-            n = dims[d] - 1
-            if n:
-                dims[d] = n
-            else:
-                del dims[d]
+        self._uncount(rec.dims)
         self.keys[rec.key] -= 1
         if not self.keys[rec.key]:
             del self.keys[rec.key]
@@ -167,6 +204,16 @@ class JobIndex:
             self._active_order = None
         if rec.phase is not None:
             del self.phases[rec.key]
+
+    def _uncount(self, dims: frozenset[str]) -> None:
+        """Take a job's resources out of the resource counts (a resource no job names any more leaves them)."""
+        counts = self.dims
+        for d in dims:
+            n = counts[d] - 1
+            if n:
+                counts[d] = n
+            else:
+                del counts[d]
 
     # ------------------------------------------------------------------ the session's view
     def usable(self, ssn: Any) -> bool:
@@ -236,6 +283,12 @@ class JobIndex:
         assert self.active == fresh.active, f"index: active {self.active} != {fresh.active}"
         assert self.allocated == fresh.allocated and self.shares == fresh.shares, "index: drf figures differ"
         assert self.phases == fresh.phases, "index: phases differ"
+
+
+def _drops(total: Resources, part: Resources) -> bool:
+    """Whether `total - part` leaves out a resource of `total` (its amount is all in `part`)."""
+    have = total._v
+    return any(have.get(k, 0) == v for k, v in part.items())
 
 
 def session_jobs(ssn: Any) -> Iterable[JobInfo]:

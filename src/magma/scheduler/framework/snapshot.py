@@ -213,11 +213,26 @@ def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: i
         task_min_available=dict(pg.spec.min_task_member),
         min_resources=pg.min_resources(),
         creation=_time(pg.metadata.creation_timestamp),
-        phase=pg.status.phase or "Pending",
+        phase=podgroup_phase(pg),
         podgroup=pg,
         owner_job=f"{pg.namespace}/{owner.name}" if owner else None,
         preemptable=_flag(pg.annotations.get(PREEMPTABLE_ANNOTATION), True),
     )
+
+
+def podgroup_phase(pg: PodGroup) -> str:
+    return pg.status.phase or "Pending"
+
+
+def podgroup_inputs(pg: PodGroup) -> tuple:
+    """Everything `_job_from_podgroup` reads of a PodGroup but its status, as a value: PodGroups with equal inputs
+    (under the same PriorityClasses) give jobs equal in every field but the phase. (A PodGroup's spec may be
+    changed in place: the controller does so.)"""
+    meta, spec = pg.metadata, pg.spec
+    owner = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
+    return (meta.uid, pg.name, pg.namespace, spec.queue, spec.priority_class_name, spec.min_member,
+            tuple(spec.min_task_member.items()), tuple(spec.min_resources.items()), meta.creation_timestamp,
+            owner, pg.annotations.get(PREEMPTABLE_ANNOTATION))
 
 
 def _job_for_bare_pod(p: Pod, pcs: dict[str, int], default: int, snap: Snapshot,
@@ -255,7 +270,9 @@ def podgroup_skipped(pg: PodGroup) -> str:
 
 
 def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: dict[str, int],
-          never: set[str]) -> TaskInfo:
+          never: set[str], kept: TaskInfo | None = None) -> TaskInfo:
+    """The pod's task; `kept`, a task made earlier from the same pod object with the same `req`, gives its request
+    and shape (fast path pod_facts_kept)."""
     a = p.annotations
     spec, meta = p.spec, p.metadata
     name, namespace = p.name, p.namespace
@@ -278,7 +295,8 @@ def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: 
         job=job.uid if job else "",
         role=a.get(TASK_SPEC_ANNOTATION, ""),
         index=int(m.group(1)) if m else 0,
-        resreq=Resources._of({k: v for k, v in req.items() if k != PODS}) if PODS in req else req,
+        resreq=kept.resreq if kept is not None else (
+            Resources._of({k: v for k, v in req.items() if k != PODS}) if PODS in req else req),
         status=status,
         node=spec.node_name if status is not TaskStatus.PENDING else None,
         priority=priority,
@@ -287,7 +305,7 @@ def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: 
         never_preempts=spec.preemption_policy == "Never" or pcn in never,
         creation=_time(meta.creation_timestamp),
         pod=p,
-        shape=_shape(p),
+        shape=kept.shape if kept is not None else _shape(p),
     )
 
 
