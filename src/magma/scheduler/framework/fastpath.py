@@ -147,6 +147,11 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   after which nothing it reads changed is taken after a sync that wrote only PodGroup counts, not only after one
   that wrote nothing: such a sync changed no state, so each queue's state logic ran on the states that hold
   after it, and its counts now match what it wrote; run again, it would write nothing.
+- `queue_sync_recounted` (controller, with event_driven_controller): after such a quiet sync, when only PodGroup
+  counts moved since (no Command, no Queue read differently), the queue controller visits only the queues whose
+  counts moved, in the same name order, and every queue after the first that acts. Any other queue reads what it
+  read when it was last visited and left as it was (its state, annotation, counts, its PodGroups' phases, its
+  parent's state, since no queue acted before it in this sync): run, it would do nothing.
 - `preempt_vote_bound` (preempt, with preempt_pruning): within the preemptor's queue, the room a node's victims
   could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
   run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
@@ -241,6 +246,7 @@ predicates_kept = True
 fast_template_copy = True
 job_defaults_check = True
 queue_counts_settle = True
+queue_sync_recounted = True
 preempt_vote_bound = True
 preempt_job_quota = True
 preempt_lazy_setup = True
@@ -257,7 +263,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
-          "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
+          "fast_template_copy", "job_defaults_check", "queue_counts_settle", "queue_sync_recounted",
+          "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
           "preempt_figures_memo", "preempt_fit_once")
 
