@@ -389,19 +389,12 @@ class _St:
     controlled: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, job: Job) -> "_St":
+    def recount(cls, job: Job) -> "_St":
+        """The job's status with its pod counts at zero: every caller counts the job's pods again."""
         s = job.status
-        return cls(
-            phase=s.state.phase or "", reason=s.state.reason, message=s.state.message, retry=s.retry_count,
-            version=s.version, min_available=s.min_available, pending=s.pending, running=s.running,
-            succeeded=s.succeeded, failed=s.failed, terminating=s.terminating, unknown=s.unknown,
-            tsc={k: dict(v.phase) for k, v in s.task_status_count.items()},
-            controlled=dict(s.controlled_resources),
-        )
-
-    def zero_counts(self) -> None:
-        self.pending = self.running = self.succeeded = self.failed = self.terminating = self.unknown = 0
-        self.tsc = {}
+        state = s.state
+        return cls(phase=state.phase or "", reason=state.reason, message=state.message, retry=s.retry_count,
+                   version=s.version, min_available=s.min_available, controlled=dict(s.controlled_resources))
 
     def classify(self, pod: Pod, task: str) -> None:
         phase = pod.status.phase or "Pending"
@@ -447,6 +440,10 @@ class _Ctx:
 
 
 UpdateFn = Callable[[_St, _Ctx], None]
+#: (_St field, JobStatus field) of the figures `_apply` writes back
+_COUNT_FIELDS = (("retry", "retry_count"), ("version", "version"), ("min_available", "min_available"),
+                 ("pending", "pending"), ("running", "running"), ("succeeded", "succeeded"), ("failed", "failed"),
+                 ("terminating", "terminating"), ("unknown", "unknown"))
 
 
 # ---------------------------------------------------------------- the change log, read for the event-driven sync
@@ -1216,10 +1213,9 @@ class JobController:
     # -------------------------------------------------------------- kill and sync
     def _kill_job(self, ctx: _Ctx, retain: frozenset[str], fn: UpdateFn | None, explicit: bool) -> None:
         job = ctx.job
-        st = _St.of(job)
+        st = _St.recount(job)
         if st.retry >= ctx.max_retry - 1:
             retain = RETAIN_SOFT  # the last retry keeps finished pods for inspection
-        st.zero_counts()
         killed = 0
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             task = task_of(pod)
@@ -1257,8 +1253,7 @@ class JobController:
             victims = [p for p in ctx.task_pods(req.task)
                        if req.partition and p.labels.get(PARTITION_ID_LABEL) == req.partition]
         victim_names = {p.name for p in victims}
-        st = _St.of(ctx.job)
-        st.zero_counts()
+        st = _St.recount(ctx.job)
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             if _is_terminating(pod):
                 st.terminating += 1
@@ -1274,7 +1269,7 @@ class JobController:
 
     def _sync_job(self, ctx: _Ctx, fn: UpdateFn) -> None:
         job = ctx.job
-        st = _St.of(job)
+        st = _St.recount(job)
         initiated = st.phase not in ("", PENDING)
         if not st.phase:
             st.to(PENDING, "Created", "job accepted; waiting for its PodGroup to be enqueued")
@@ -1284,7 +1279,6 @@ class JobController:
             self._plugins_update(ctx, st)
         pg = self._ensure_podgroup(ctx)
         sync_tasks = pg is not None and (pg.status.phase or PENDING) != PENDING
-        st.zero_counts()
         spec = job.spec
         expected: set[str] = set()
         for ts in spec.tasks:
@@ -1356,14 +1350,17 @@ class JobController:
         if st.phase != old_phase:
             self._transition(ctx, old_phase, st)
             changed = True
-        for name, attr in (("retry", "retry_count"), ("version", "version"), ("min_available", "min_available"),
-                           ("pending", "pending"), ("running", "running"), ("succeeded", "succeeded"),
-                           ("failed", "failed"), ("terminating", "terminating"), ("unknown", "unknown")):
-            value = getattr(st, name)
-            if getattr(s, attr) != value:
-                setattr(s, attr, value)
-                changed = True
-        if {k: dict(v.phase) for k, v in s.task_status_count.items()} != st.tsc:
+        if (s.retry_count, s.version, s.min_available, s.pending, s.running, s.succeeded, s.failed, s.terminating,
+                s.unknown) != (st.retry, st.version, st.min_available, st.pending, st.running, st.succeeded,
+                               st.failed, st.terminating, st.unknown):
+            # set only the fields that differ (pydantic notes which fields were set)
+            for name, attr in _COUNT_FIELDS:
+                value = getattr(st, name)
+                if getattr(s, attr) != value:
+                    setattr(s, attr, value)
+            changed = True
+        tsc = s.task_status_count
+        if len(tsc) != len(st.tsc) or any(st.tsc.get(k) != v.phase for k, v in tsc.items()):
             s.task_status_count = {k: TaskState(phase=dict(v)) for k, v in sorted(st.tsc.items())}
             changed = True
         if s.controlled_resources != st.controlled:
@@ -1421,6 +1418,8 @@ class JobController:
         self._run_plugins(ctx, st, "on_job_delete")
 
     def _run_plugins(self, ctx: _Ctx, st: _St, hook: str) -> None:
+        if not ctx.spec.plugins:
+            return
         pctx = self._plugin_ctx(ctx, st)
         for plugin in self._plugins(ctx):
             try:
