@@ -463,6 +463,9 @@ class _JobIndex:
     - `pods_of`: pod keys per job key (the annotation), so a job's pods are found without scanning all pods;
     - `owned`: objects whose controller owner is a Job, by owner uid and (for refs without uid) by name, for the
       garbage collection of a deleted Job's objects;
+    - `other`: the touched job keys named by a write other than one of a PodGroup (fastpath.light_podgroup_syncs);
+    - `uid_jobs`: how many Jobs hold each uid, and `left`: the uids a Job stopped holding (deleted, or given another
+      uid) since they were last taken, so that the Jobs gone are found without looking at every Job;
     - `full`: a write it cannot attribute (PriorityClasses, unowned side objects, unknown kinds, a log that no
       longer reaches back): the next sync visits every job.
     """
@@ -470,7 +473,11 @@ class _JobIndex:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.touched: set[str] = set()
-        self.jobs_written = True  # a Job was created, written or deleted since the orphans were last looked for
+        self.other: set[str] = set()
+        self.job_uid: dict[str, str] = {}  # Job key -> its uid
+        self.uid_jobs: dict[str, int] = {}  # uid -> Jobs holding it
+        self.left: set[str] = set()  # uids some Job stopped holding since `take_left`
+        self.rebuilt = True  # rebuilt since `take_left`: every uid may have left
         self.pod_job: dict[str, str] = {}  # pod key -> job key of its annotation
         self.pods_of: dict[str, set[str]] = {}
         self.owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # (kind, key) -> (namespace, uid, name)
@@ -483,7 +490,11 @@ class _JobIndex:
         state = self.cluster.state()
         self.version = self.cluster.version  # type: ignore[attr-defined]
         self.full = True
-        self.jobs_written = True
+        self.rebuilt = True
+        self.job_uid.clear()
+        self.uid_jobs.clear()
+        for key in state.jobs:
+            self._job(state, key)
         self.pod_job.clear()
         self.pods_of.clear()
         self.owner.clear()
@@ -497,6 +508,7 @@ class _JobIndex:
             for key, obj in state.others.get(kind, {}).items():
                 self._own(kind, key, obj)
         self.touched.clear()
+        self.other.clear()
 
     def refresh(self) -> None:
         """Take in the writes made since the last refresh."""
@@ -513,8 +525,8 @@ class _JobIndex:
         touched = self.touched
         for kind, key in changes:
             if kind == "Job":
-                touched.add(key)
-                self.jobs_written = True
+                self._touch(key)
+                self._job(state, key)
             elif kind == "Pod":
                 self._pod(state, key)
             elif kind == "PodGroup":
@@ -531,11 +543,36 @@ class _JobIndex:
             else:  # PriorityClasses (PodGroup minResources, pod priorities) and anything unknown
                 self.full = True
 
+    def _job(self, state: ClusterState, key: str) -> None:
+        job = state.jobs.get(key)
+        uid = (job.metadata.uid or None) if job is not None else None  # as the full look: a Job without uid holds none
+        old = self.job_uid.get(key)
+        if uid == old:
+            return
+        if old is not None:
+            del self.job_uid[key]
+            n = self.uid_jobs[old] - 1
+            if n:
+                self.uid_jobs[old] = n
+            else:
+                del self.uid_jobs[old]
+                self.left.add(old)
+        if uid is not None:
+            self.job_uid[key] = uid
+            self.uid_jobs[uid] = self.uid_jobs.get(uid, 0) + 1
+
+    def take_left(self) -> tuple[set[str], bool]:
+        """The uids no Job holds any more since they were last taken, and whether the index was rebuilt since (then
+        any uid may have left); both start afresh."""
+        left, rebuilt = self.left, self.rebuilt
+        self.left, self.rebuilt = set(), False
+        return left, rebuilt
+
     def _pod(self, state: ClusterState, key: str) -> None:
         old = self.pod_job.pop(key, None)
         if old is not None:
             self.pods_of[old].discard(key)
-            self.touched.add(old)
+            self._touch(old)
         pod = state.pods.get(key)
         if pod is not None:
             name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION)
@@ -543,17 +580,18 @@ class _JobIndex:
                 job = f"{pod.namespace}/{name}"
                 self.pod_job[key] = job
                 self.pods_of.setdefault(job, set()).add(key)
-                self.touched.add(job)
+                self._touch(job)
         self._own("Pod", key, pod)
 
     def _own(self, kind: str, key: str, obj: Object | None) -> bool:
         """Index the object's Job owner; True if it has one (now or before the write)."""
+        touch = self.touched.add if kind == "PodGroup" else self._touch
         k = (kind, key)
         old = self.owner.pop(k, None)
         if old is not None:
             ns, uid, name = old
             (self.by_uid[uid] if uid else self.by_name[(ns, name)]).discard(k)
-            self.touched.add(f"{ns}/{name}")
+            touch(f"{ns}/{name}")
         ref = _controller_owner(obj) if obj is not None else None
         if ref is None or ref.kind != "Job":
             return old is not None
@@ -563,14 +601,25 @@ class _JobIndex:
             self.by_uid.setdefault(ref.uid, set()).add(k)
         else:
             self.by_name.setdefault((ns, ref.name), set()).add(k)
-        self.touched.add(f"{ns}/{ref.name}")
+        touch(f"{ns}/{ref.name}")
         return True
 
-    def take(self) -> tuple[set[str], bool]:
-        """The touched job keys and whether every job must be synced; both start afresh."""
-        touched, full = self.touched, self.full
-        self.touched, self.full = set(), False
-        return touched, full
+    def _touch(self, key: str) -> None:
+        """A write other than one of its PodGroup names the job."""
+        self.touched.add(key)
+        self.other.add(key)
+
+    def take(self) -> tuple[set[str], set[str], bool]:
+        """The touched job keys, those of them named by other writes than of PodGroups, and whether every job must
+        be synced; all start afresh."""
+        touched, other, full = self.touched, self.other, self.full
+        self.touched, self.other, self.full = set(), set(), False
+        return touched, other, full
+
+    def settled(self, key: str) -> None:
+        """The job's sync ended at a fixed point: the writes it made call for no other sync of it."""
+        self.touched.discard(key)
+        self.other.discard(key)
 
     def pods(self, state: ClusterState, job: Job) -> dict[str, Pod]:
         """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them."""
@@ -631,6 +680,7 @@ class JobController:
         self._warned: set[tuple[str, str]] = set()  # (job key, what) warnings given once
         self._job_uid: dict[str, str] = {}  # job key -> uid the memory above belongs to
         self._known_uids: set[str] = set()  # uids of every Job seen (owners whose orphans we collect)
+        self._known_since: set[str] = set()  # uids added to `_known_uids` since the orphans were last looked for
         self._defaulted: dict[str, int] = {}  # job key -> id(spec) already checked for defaults
         self._pg_cache: dict[str, tuple] = {}  # job key -> (fingerprint, desired PodGroup spec)
         self._evictions_seen = 0
@@ -642,6 +692,7 @@ class JobController:
         self._ttl_due: dict[str, float] = {}  # finished job key -> when its ttl runs out
         self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
         self._logged = _has_change_log(cluster)  # the cluster keeps a change log (its methods never go away)
+        self._settled: set[str] = set()  # job keys whose last sync ended at a fixed point
 
     # ================================================================ public
     def sync(self) -> bool:
@@ -652,23 +703,30 @@ class JobController:
         now = state.now
         self._read_evictions()
         commands = self._job_commands(state)
-        keys, by_job, noted = self._jobs_to_sync(state, now, commands)
+        keys, by_job, noted, podgroup_only = self._jobs_to_sync(state, now, commands)
         index = self._index
         for key in keys:
             job = state.jobs.get(key)
             if job is None:
                 continue
+            light = False
             if index is not None:
                 index.refresh()
                 touched_before = key in index.touched
-            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+                # nothing but its PodGroup was written since its last sync ended at a fixed point
+                light = key in podgroup_only and key not in index.other and key in self._settled
+            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []), light)
+            if settled:
+                self._settled.add(key)
+            else:
+                self._settled.discard(key)
             if index is not None and settled:
                 # Its own writes do not call for another sync of it: the sync ended at a fixed point (its last
                 # pass wrote nothing, no request was left), and what it wrote it has taken in (pods it made or
                 # deleted are in its memory; its PodGroup phase is the one it saw or made).
                 index.refresh()
                 if not touched_before:
-                    index.touched.discard(key)
+                    index.settled(key)
         if self._index is not None:
             self._note(state, noted)
         for key, cmds in commands.items():  # commands aimed at jobs that do not exist
@@ -722,8 +780,9 @@ class JobController:
         return self._index
 
     def _jobs_to_sync(self, state: ClusterState, now: float, commands: dict[str, list[Command]]
-                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str]]:
-        """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards).
+                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str], set[str]]:
+        """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards, job keys named
+        by writes of their PodGroup alone, without a command or a due timer).
 
         Every job, unless the cluster keeps a change log (and the fast path is on): then only the jobs whose Job,
         PodGroup, pods or owned objects were written since the previous sync began (the controller's own writes
@@ -737,16 +796,17 @@ class JobController:
         full = True
         if index is not None:
             index.refresh()
-            touched, full = index.take()
+            touched, other, full = index.take()
         if full:
             keys = sorted(state.jobs)
-            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read)
+            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read), set()
         assert index is not None
         due = {k for k, t in self._ttl_due.items() if t <= now}
         due |= {k for k, per in self._delayed.items() if any(d.due <= now for d in per.values())}
         noted = touched | due | set(commands)
         keys = sorted(k for k in noted if k in state.jobs)
-        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted
+        podgroup_only = touched - other - due - commands.keys() if fastpath.light_podgroup_syncs else set()
+        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted, podgroup_only
 
     def _note(self, state: ClusterState, keys: Iterable[str]) -> None:
         """After a sync: the ttl time and the PodGroup read of each of these jobs, as the sync left them."""
@@ -769,13 +829,15 @@ class JobController:
 
     # ================================================================ per job
     def _sync_one(self, job: Job, state: ClusterState, now: float, pods: dict[str, Pod],
-                  commands: list[Command]) -> bool:
-        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left)."""
+                  commands: list[Command], light: bool = False) -> bool:
+        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left).
+        `light`: nothing but its PodGroup was written since its last sync ended at a fixed point."""
         key = job.key
         if job.metadata.deletion_timestamp is not None:
             return True
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
+        self._known_since.add(job.metadata.uid or "")
         ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
 
         requests: list[Request] = []
@@ -786,9 +848,15 @@ class JobController:
                         f"more than once.")
             requests.append(Request(COMMAND_ISSUED, action=cmd.action, detail=f"command {cmd.name}"))
         requests += self._observe(ctx)
+        seen = self._pg_phase.get(key)
         requests += self._observe_podgroup(ctx)
         requests += self._due_delayed(ctx)
 
+        if light and not requests and self._podgroup_changes_nothing(ctx, seen):
+            # fastpath.light_podgroup_syncs: the state pass would again find its fixed point
+            self._podgroup_pending_event(ctx)
+            self._ttl(ctx)
+            return True
         settled = False
         for _ in range(MAX_ROUNDS):
             for req in requests:
@@ -1509,7 +1577,8 @@ class JobController:
         job = ctx.job
         key = f"{job.namespace}/{podgroup_name(job)}"
         pg = self.cluster.get("PodGroup", key)
-        min_member, min_task, min_res, pcn, quantities = self._desired_pg(ctx)
+        desired = self._desired_pg(ctx)
+        min_member, min_task, min_res, pcn, quantities = desired
         if pg is None:
             annotations, labels = self._podgroup_meta(job)
             spec: dict = {"minMember": min_member, "minTaskMember": min_task, "queue": job.spec.queue,
@@ -1536,24 +1605,40 @@ class JobController:
             self._wrote(ctx)
             return pg
         assert isinstance(pg, PodGroup)
-        s = pg.spec
-        dirty = False
-        if s.min_member != min_member:
-            s.min_member = min_member
-            dirty = True
-        if dict(s.min_task_member) != min_task:
-            s.min_task_member = dict(min_task)
-            dirty = True
-        if {k: q.raw for k, q in s.min_resources.items()} != quantities and pg.min_resources() != min_res:
-            s.min_resources = {k: Quantity.parse(v) for k, v in quantities.items()}
-            dirty = True
-        if (s.priority_class_name or None) != (pcn or None):
-            s.priority_class_name = pcn
-            dirty = True
-        if dirty:
+        updates = self._podgroup_spec_updates(pg, desired)
+        if updates:
+            for name, value in updates.items():
+                setattr(pg.spec, name, value)
             self.cluster.update(pg)
             self._wrote(ctx)
         return pg
+
+    @staticmethod
+    def _podgroup_spec_updates(pg: PodGroup, desired: tuple) -> dict:
+        """The PodGroup spec fields that differ from what the job asks for (`_desired_pg`), with their values."""
+        min_member, min_task, min_res, pcn, quantities = desired
+        s = pg.spec
+        out: dict = {}
+        if s.min_member != min_member:
+            out["min_member"] = min_member
+        if dict(s.min_task_member) != min_task:
+            out["min_task_member"] = dict(min_task)
+        if {k: q.raw for k, q in s.min_resources.items()} != quantities and pg.min_resources() != min_res:
+            out["min_resources"] = {k: Quantity.parse(v) for k, v in quantities.items()}
+        if (s.priority_class_name or None) != (pcn or None):
+            out["priority_class_name"] = pcn
+        return out
+
+    def _podgroup_changes_nothing(self, ctx: _Ctx, seen: str | None) -> bool:
+        """After a sync that ended at a fixed point and writes of the job's PodGroup alone: whether the state pass
+        reads the PodGroup as then. A Pending or Running job's pass reads of it only whether it exists, whether it
+        is Pending and its spec (`_ensure_podgroup`); `seen` is the phase its last sync saw."""
+        if seen is None or (ctx.job.status.state.phase or "") not in (PENDING, RUNNING):
+            return False
+        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+        if not isinstance(pg, PodGroup) or ((pg.status.phase or PENDING) == PENDING) != (seen == PENDING):
+            return False
+        return not self._podgroup_spec_updates(pg, self._desired_pg(ctx))
 
     def _podgroup_pending_event(self, ctx: _Ctx) -> None:
         pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
@@ -1749,14 +1834,20 @@ class JobController:
     def _collect_orphans(self, state: ClusterState) -> None:
         """Objects owned by a Job this controller knew and that is gone (Kubernetes' garbage collector)."""
         index = self._job_index()
+        known_since, self._known_since = self._known_since, set()
         if index is not None:
-            # After a look, every known uid is live; only a write of a Job can make one gone.
+            # After a look, every known uid is live; a known uid is gone now if it was added since, or if a Job
+            # held it then and none does now (it left).
             index.refresh()
-            if not index.jobs_written:
-                return
-            index.jobs_written = False
-        live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
-        gone = self._known_uids - live
+            left, rebuilt = index.take_left()
+            if rebuilt:
+                live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
+                gone = self._known_uids - live
+            else:
+                gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
+        else:
+            live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
+            gone = self._known_uids - live
         if not gone:
             return
         buckets: list[list[Object]]
@@ -1781,6 +1872,7 @@ class JobController:
         for d in (self._memo, self._deleted, self._delayed, self._pg_phase, self._pg_warned, self._job_uid,
                   self._defaulted, self._pg_cache, self._ttl_due):
             d.pop(key, None)
+        self._settled.discard(key)
         self._warned = {w for w in self._warned if w[0] != key}
 
     # -------------------------------------------------------------- commands

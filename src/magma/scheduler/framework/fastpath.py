@@ -152,6 +152,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   counts moved, in the same name order, and every queue after the first that acts. Any other queue reads what it
   read when it was last visited and left as it was (its state, annotation, counts, its PodGroups' phases, its
   parent's state, since no queue acted before it in this sync): run, it would do nothing.
+- `light_podgroup_syncs` (controller, with event_driven_controller): a Pending or Running job named by writes of
+  its PodGroup alone since its last sync ended at a fixed point (the scheduler's status writes: conditions, a
+  phase), with no request (command, pod event, Unknown PodGroup, due action), is not taken through its state pass
+  again when the PodGroup still exists, is still Pending or still not, and its spec is what the job asks for: that
+  pass reads nothing else of the PodGroup, and everything else it reads is as when it wrote nothing. The
+  PodGroupPending event and the ttl are still looked at.
 - `preempt_vote_bound` (preempt, with preempt_pruning): within the preemptor's queue, the room a node's victims
   could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
   run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
@@ -247,6 +253,7 @@ fast_template_copy = True
 job_defaults_check = True
 queue_counts_settle = True
 queue_sync_recounted = True
+light_podgroup_syncs = True
 preempt_vote_bound = True
 preempt_job_quota = True
 preempt_lazy_setup = True
@@ -264,7 +271,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "queue_sync_recounted",
-          "preempt_vote_bound",
+          "light_podgroup_syncs", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
           "preempt_figures_memo", "preempt_fit_once")
 
