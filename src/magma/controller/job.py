@@ -95,8 +95,9 @@ Decisions where Volcano is silent or magma differs on purpose (also in the repor
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from magma.api.copying import deep_copy
@@ -197,6 +198,7 @@ RETAIN_NONE: frozenset[str] = frozenset()
 RETAIN_SOFT: frozenset[str] = frozenset({"Succeeded", "Failed"})
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _UID_NAMESPACE = uuid.UUID("6f1c3a52-8d0e-4c1b-9a57-0c2f6d9e4b11")
+_UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 MAX_PASSES = 12
 MAX_ROUNDS = 6
 
@@ -219,6 +221,35 @@ def _time(ts: object) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _uuid5(name: str) -> str:
+    """`str(uuid.uuid5(_UID_NAMESPACE, name))`, without making the UUID object: SHA-1 of the namespace and the name,
+    its first 16 bytes with the version (5) and variant (RFC 4122) bits set, as 8-4-4-4-12 hex digits."""
+    b = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + name.encode()).digest()[:16])
+    b[6] = (b[6] & 0x0F) | 0x50
+    b[8] = (b[8] & 0x3F) | 0x80
+    x = b.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+
+
+_QUANTITIES: dict[str, Quantity] = {}  # quantity text -> the one Quantity read from it
+
+
+def _quantities(texts: dict[str, str]) -> dict[str, str | Quantity]:
+    """A PodGroup's minResources: the texts, or (fastpath.podgroup_quantities_shared) the quantities read from them,
+    one per text for all PodGroups, which the model takes as they are."""
+    if not fastpath.podgroup_quantities_shared:
+        return dict(texts)
+    out: dict[str, str | Quantity] = {}
+    for name, text in texts.items():
+        q = _QUANTITIES.get(text)
+        if q is None:
+            q = Quantity.parse(text)
+            if len(_QUANTITIES) < 4096:
+                _QUANTITIES[text] = q
+        out[name] = q
+    return out
 
 
 def _ttl_due(job: Job) -> float | None:
@@ -426,6 +457,8 @@ class _Ctx:
     writes: int = 0
     new_requests: list[Request] = field(default_factory=list)
     cause: tuple[str, str] | None = None  # (reason, message) for the phase change an action makes
+    deletes: int = 0  # pod deletions tried
+    settled_at: int = -1  # `writes` after a state pass that the same pass would find at its fixed point
 
     @property
     def spec(self):
@@ -569,15 +602,18 @@ class _JobIndex:
         return left, rebuilt
 
     def _pod(self, state: ClusterState, key: str) -> None:
-        old = self.pod_job.pop(key, None)
-        if old is not None:
-            self.pods_of[old].discard(key)
-            self._touch(old)
         pod = state.pods.get(key)
-        if pod is not None:
-            name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION)
-            if name:
-                job = f"{pod.namespace}/{name}"
+        name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION) if pod is not None else None
+        job = f"{pod.namespace}/{name}" if name else None  # type: ignore[union-attr]
+        old = self.pod_job.get(key)
+        if job is not None and job == old:
+            self._touch(job)  # a write of a pod of the same job (its status, mostly)
+        else:
+            if old is not None:
+                del self.pod_job[key]
+                self.pods_of[old].discard(key)
+                self._touch(old)
+            if job is not None:
                 self.pod_job[key] = job
                 self.pods_of.setdefault(job, set()).add(key)
                 self._touch(job)
@@ -587,12 +623,17 @@ class _JobIndex:
         """Index the object's Job owner; True if it has one (now or before the write)."""
         touch = self.touched.add if kind == "PodGroup" else self._touch
         k = (kind, key)
-        old = self.owner.pop(k, None)
+        ref = _controller_owner(obj) if obj is not None else None
+        old = self.owner.get(k)
+        if old is not None and ref is not None and ref.kind == "Job" and \
+                old == (obj.namespace, ref.uid or "", ref.name):  # type: ignore[union-attr]
+            touch(f"{old[0]}/{old[2]}")  # the same owner: the index stays as it is
+            return True
         if old is not None:
+            del self.owner[k]
             ns, uid, name = old
             (self.by_uid[uid] if uid else self.by_name[(ns, name)]).discard(k)
             touch(f"{ns}/{name}")
-        ref = _controller_owner(obj) if obj is not None else None
         if ref is None or ref.kind != "Job":
             return old is not None
         ns = obj.namespace  # type: ignore[union-attr]
@@ -864,6 +905,9 @@ class JobController:
             quiet = False
             for _ in range(MAX_PASSES):
                 before = ctx.writes
+                if ctx.settled_at == before and fastpath.settled_pass_skipped:
+                    quiet = True  # the pass would write nothing, and so make no request
+                    break
                 self._default_pass(ctx)
                 if ctx.new_requests or ctx.writes == before:
                     quiet = not ctx.new_requests and ctx.writes == before
@@ -1184,12 +1228,9 @@ class JobController:
     def _default_pass(self, ctx: _Ctx) -> None:
         """What the job's state does on a plain sync."""
         phase = ctx.job.status.state.phase or PENDING
-        if phase == PENDING or phase not in PHASES:
-            self._sync_job(ctx, self._pending_fn)
-        elif phase == RUNNING:
-            self._sync_job(ctx, self._running_fn)
-        elif phase == RESTARTING:
-            self._sync_job(ctx, self._restarting_fn)
+        fn = self._state_fn(phase)
+        if fn is not None:
+            self._sync_job(ctx, fn)
         elif phase == ABORTING:
             self._kill_job(ctx, RETAIN_SOFT, self._drained_fn(ABORTED, "Aborted"), explicit=False)
         elif phase == COMPLETING:
@@ -1198,6 +1239,16 @@ class JobController:
             self._kill_job(ctx, RETAIN_SOFT, self._drained_fn(TERMINATED, "Terminated"), explicit=False)
         else:  # Aborted, Completed, Failed, Terminated
             self._kill_job(ctx, RETAIN_SOFT, None, explicit=False)
+
+    def _state_fn(self, phase: str) -> UpdateFn | None:
+        """The status update of a plain sync in `phase` when the job's state syncs it (None: the phase kills)."""
+        if phase == PENDING or phase not in PHASES:
+            return self._pending_fn
+        if phase == RUNNING:
+            return self._running_fn
+        if phase == RESTARTING:
+            return self._restarting_fn
+        return None
 
     # -------------------------------------------------------------- status update functions
     def _cause(self, ctx: _Ctx, default_reason: str, default_message: str) -> tuple[str, str]:
@@ -1337,6 +1388,7 @@ class JobController:
 
     def _sync_job(self, ctx: _Ctx, fn: UpdateFn) -> None:
         job = ctx.job
+        deletes = ctx.deletes
         st = _St.recount(job)
         initiated = st.phase not in ("", PENDING)
         if not st.phase:
@@ -1386,6 +1438,24 @@ class JobController:
         st.min_available = spec.min_available or 0
         fn(st, ctx)
         self._apply(ctx, st)
+        if ctx.deletes == deletes and not spec.plugins and pg is not None and self._fixed(ctx, st, fn):
+            ctx.settled_at = ctx.writes
+
+    def _fixed(self, ctx: _Ctx, st: _St, fn: UpdateFn) -> bool:
+        """After a state pass that tried no pod deletion, for a job without plugins whose PodGroup exists (made or
+        set to what the job asks for), with `st` written: whether the next pass would write nothing
+        (fastpath.settled_pass_skipped). It would read the status, PodGroup and pods this pass left (the pods it
+        made included), count the same figures and take the same decisions; only its update function may differ,
+        when the phase changed. The same function changed nothing the first time (a new job's Pending aside, which
+        keeps the function); another is tried on a copy."""
+        nxt = self._state_fn(st.phase or PENDING)
+        if nxt is None:
+            return False
+        if nxt == fn:
+            return True
+        probe = replace(st)
+        nxt(probe, ctx)
+        return probe.phase == st.phase
 
     def _depends_ready(self, ctx: _Ctx, ts: TaskSpec) -> bool:
         dep = ts.depends_on
@@ -1582,7 +1652,7 @@ class JobController:
         if pg is None:
             annotations, labels = self._podgroup_meta(job)
             spec: dict = {"minMember": min_member, "minTaskMember": min_task, "queue": job.spec.queue,
-                          "minResources": dict(quantities)}
+                          "minResources": _quantities(quantities)}
             if pcn:
                 spec["priorityClassName"] = pcn
             if job.spec.network_topology is not None:
@@ -1624,7 +1694,7 @@ class JobController:
         if dict(s.min_task_member) != min_task:
             out["min_task_member"] = dict(min_task)
         if {k: q.raw for k, q in s.min_resources.items()} != quantities and pg.min_resources() != min_res:
-            out["min_resources"] = {k: Quantity.parse(v) for k, v in quantities.items()}
+            out["min_resources"] = {k: Quantity.parse(v) for k, v in _quantities(quantities).items()}
         if (s.priority_class_name or None) != (pcn or None):
             out["priority_class_name"] = pcn
         return out
@@ -1763,6 +1833,7 @@ class JobController:
             spec.priority = 0
 
     def _delete_pod(self, ctx: _Ctx, pod: Pod) -> bool:
+        ctx.deletes += 1
         uid = pod_uid(pod)
         try:
             self.cluster.delete("Pod", pod.key)
@@ -1912,7 +1983,7 @@ class JobController:
 
     def _new_uid(self, seed: str) -> str:
         self._seq += 1
-        return str(uuid.uuid5(_UID_NAMESPACE, f"{seed}/{self._seq}"))
+        return _uuid5(f"{seed}/{self._seq}")
 
 
 __all__ = ["JobController", "Request", "DelayedAction", "apply_policies", "go_duration", "podgroup_name",

@@ -158,6 +158,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   again when the PodGroup still exists, is still Pending or still not, and its spec is what the job asks for: that
   pass reads nothing else of the PodGroup, and everything else it reads is as when it wrote nothing. The
   PodGroupPending event and the ttl are still looked at.
+- `settled_pass_skipped` (controller): the job's state pass (Pending, Running, Restarting) is not run again after a
+  pass whose writes cannot change what it reads: no pod deletion was tried, the job has no plugins and its PodGroup
+  exists (made or set to what the job asks for). Run again, the pass would count the same pods (those it made
+  included) into the same status and take the same decisions; only its status update function may differ, when the
+  phase changed. The same function changed nothing the first time (a new job's first Pending keeps it); another is
+  tried on a copy of the status, and must leave the phase as it is. Requests handled in between that write anything
+  make the pass run.
+- `podgroup_quantities_shared` (controller): the quantities of a PodGroup's minResources are read once per text and
+  shared by every PodGroup the controller makes or sets right, instead of being read for each (as
+  `fast_template_copy` shares a template's quantities with its pods): a quantity read from a text holds that text
+  and its value, and is never changed.
 - `preempt_vote_bound` (preempt, with preempt_pruning): within the preemptor's queue, the room a node's victims
   could free counts only the jobs that may give a unit: the Preemptable vote may give some of their tasks and they
   run more than minAvailable (a partial unit), or it may give every task they run (a whole one), as `_units`
@@ -254,6 +265,8 @@ job_defaults_check = True
 queue_counts_settle = True
 queue_sync_recounted = True
 light_podgroup_syncs = True
+settled_pass_skipped = True
+podgroup_quantities_shared = True
 preempt_vote_bound = True
 preempt_job_quota = True
 preempt_lazy_setup = True
@@ -271,7 +284,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept",
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "queue_sync_recounted",
-          "light_podgroup_syncs", "preempt_vote_bound",
+          "light_podgroup_syncs", "settled_pass_skipped",
+          "podgroup_quantities_shared", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
           "preempt_figures_memo", "preempt_fit_once")
 
