@@ -289,11 +289,13 @@ def pod_version(pod: Pod) -> int:
 
 def _restarts(pod: Pod) -> int:
     total = 0
-    for cs in list(pod.status.container_statuses) + list(pod.status.init_container_statuses):
-        if isinstance(cs, dict):
-            total += int(cs.get("restartCount") or 0)
-        else:
-            total += int(getattr(cs, "restart_count", 0) or 0)
+    status = pod.status
+    for statuses in (status.container_statuses, status.init_container_statuses):
+        for cs in statuses:
+            if isinstance(cs, dict):
+                total += int(cs.get("restartCount") or 0)
+            else:
+                total += int(getattr(cs, "restart_count", 0) or 0)
     return total
 
 
@@ -983,11 +985,13 @@ class JobController:
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             uid = pod_uid(pod)
             present.add(uid)
-            task = task_of(pod)
             phase = pod.status.phase or "Pending"
             restarts = _restarts(pod)
-            version = pod_version(pod)
             m = memo.get(uid)
+            if m is not None and phase == m.phase and restarts == m.restarts and not _is_terminating(pod):
+                continue  # nothing new (most pods, most syncs)
+            task = task_of(pod)
+            version = pod_version(pod)
             if m is None:  # first sight (e.g. a restarted controller): a baseline, as an informer's add
                 memo[uid] = _PodMemo(pod.name, task, phase, restarts, version, pod.labels.get(PARTITION_ID_LABEL, ""))
                 if phase == "Pending" and not _is_terminating(pod):

@@ -242,13 +242,11 @@ class QueueController:
             self._kept = self._counts(state)
         else:
             for kind, key in changes:
-                if kind == "Queue":
-                    self._queues_written.add(key)
-                    continue
-                if kind == "Command":
-                    self._moved = True
-                    continue
                 if kind != "PodGroup":
+                    if kind == "Queue":
+                        self._queues_written.add(key)
+                    elif kind == "Command":
+                        self._moved = True
                     continue
                 pg = state.podgroups.get(key)
                 now = (pg.spec.queue or "default", pg.status.phase or "Pending") if pg is not None else None
