@@ -741,6 +741,8 @@ class JobController:
     def sync(self) -> bool:
         """Reconcile every Job once (event-driven: every job something happened to; see `_jobs_to_sync`).
         Returns True if anything was written."""
+        if self._idle():
+            return False
         self._changed = False
         state = self.cluster.state()
         now = state.now
@@ -780,6 +782,24 @@ class JobController:
         self._collect_orphans(state)
         self._evict_reason.clear()  # reasons not matched to a job's pod by now belong to bare pods
         return self._changed
+
+    def _idle(self) -> bool:
+        """Event-driven, whether a sync would do nothing: nothing was written since the last one looked (so no job
+        is touched, no uid left, no eviction to read), it left no job to sync again, and no command waits and no
+        timer is due."""
+        index = self._index
+        if index is None or not fastpath.event_driven_controller or index.full or index.touched or index.left or \
+                index.rebuilt or self._known_since or self._evict_reason or self.cluster.version != index.version:
+            return False
+        state = self.cluster.state()
+        if state.commands:
+            return False
+        evictions = getattr(self.cluster, "evictions", None)
+        if isinstance(evictions, list) and len(evictions) != self._evictions_seen:
+            return False
+        now = state.now
+        return not any(t <= now for t in self._ttl_due.values()) and \
+            not any(d.due <= now for per in self._delayed.values() for d in per.values())
 
     def next_timer(self, now: float) -> float | None:
         """The earliest future time at which a sync would act on its own (delayed actions, ttl)."""

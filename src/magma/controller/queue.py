@@ -79,6 +79,9 @@ class QueueController:
     # ---------------------------------------------------------------- public
     def sync(self) -> bool:
         """Execute queue Commands, then bring every queue's state and counts up to date. True if anything changed."""
+        if self._quiet is not None and self._version is not None and fastpath.event_driven_controller and \
+                self.cluster.version == self._version:  # type: ignore[attr-defined]
+            return False  # nothing written since a quiet sync: it would write nothing again (see below)
         self._changed = self._acted = False
         state = self.cluster.state()
         counts = self._kept_counts(state)
