@@ -784,12 +784,14 @@ class JobController:
         return self._changed
 
     def _idle(self) -> bool:
-        """Event-driven, whether a sync would do nothing: nothing was written since the last one looked (so no job
-        is touched, no uid left, no eviction to read), it left no job to sync again, and no command waits and no
-        timer is due."""
+        """Event-driven, whether a sync would do nothing: no job is touched (by the writes since the last sync, or
+        left to sync again by it), no uid left, no eviction waits to be read, no command waits and no timer is
+        due."""
         index = self._index
-        if index is None or not fastpath.event_driven_controller or index.full or index.touched or index.left or \
-                index.rebuilt or self._known_since or self._evict_reason or self.cluster.version != index.version:
+        if index is None or not fastpath.event_driven_controller:
+            return False
+        index.refresh()
+        if index.full or index.touched or index.left or index.rebuilt or self._known_since or self._evict_reason:
             return False
         state = self.cluster.state()
         if state.commands:
