@@ -9,7 +9,9 @@ Event-driven (fastpath.event_driven_controller), on a cluster with a change log 
 a sync visits only the jobs that something happened to since the previous sync: their Job, PodGroup, pods or
 owned objects were written, a command for them arrived, or a delayed action or ttl of theirs is due (Volcano's
 informers and work queue of job keys). By the sentence above, the others would change nothing. `_JobIndex`
-keeps the log's reading: touched jobs, pods per job, objects per owner.
+keeps the log's reading: touched jobs, pods per job, objects per owner. A job named only by writes of its
+PodGroup's status skips its state pass (fastpath.light_podgroup_syncs), and so does a pass after one that left it
+nothing to do (fastpath.settled_pass_skipped).
 
 What it does, as Volcano's job controller does it (pkg/controllers/job: job_controller_actions.go, state/,
 job_controller_util.go), restated:
