@@ -1360,6 +1360,7 @@ class JobController:
     # -------------------------------------------------------------- kill and sync
     def _kill_job(self, ctx: _Ctx, retain: frozenset[str], fn: UpdateFn | None, explicit: bool) -> None:
         job = ctx.job
+        deletes = ctx.deletes
         st = _St.recount(job)
         if st.retry >= ctx.max_retry - 1:
             retain = RETAIN_SOFT  # the last retry keeps finished pods for inspection
@@ -1389,6 +1390,11 @@ class JobController:
             self._pg_phase.pop(ctx.key, None)
             self._pg_warned.pop(ctx.key, None)
             self._wrote(ctx)
+        if fn is None and not explicit and ctx.deletes == deletes and \
+                not any(k.startswith("plugin-") for k in st.controlled):
+            # a finished job's pass that tried no deletion and ran no plugin: run again, it would find the same
+            # pods, the status it wrote and no PodGroup (fastpath.settled_pass_skipped)
+            ctx.settled_at = ctx.writes
 
     def _kill_target(self, ctx: _Ctx, action: str, req: Request, fn: UpdateFn) -> None:
         if action == RESTART_TASK:

@@ -171,20 +171,25 @@ def test_orphans_of_a_deleted_job_are_collected():
 
 
 def _lifecycles(skip: bool) -> tuple:
-    """Jobs made, enqueued, run, finished in one step (Pending to Running to Completed), evicted, scaled down; what
-    the syncs write, and how many state passes they run."""
+    """Jobs made, enqueued, run, finished in one step (Pending to Running to Completed), finished with a pod left
+    running (killed), evicted, scaled down; what the syncs write, and how many state passes they run."""
     from controller_harness import task
 
     h = Harness(make_job("a"), make_job("b", minAvailable=2), make_job("c", minAvailable=1),
+                make_job("e", minAvailable=2, minSuccess=1),
                 make_job("d", tasks=[task("worker", 3)], minAvailable=2, policies=[
                     {"event": "PodPending", "action": "AbortJob", "timeout": "30s"}]))
     counts = []
     with contextlib.nullcontext() if skip else fastpath.disabled("settled_pass_skipped"):
         counts.append(passes(h))  # new jobs: status and PodGroup
-        for key in ("ns/a", "ns/b", "ns/c", "ns/d"):
+        for key in ("ns/a", "ns/b", "ns/c", "ns/d", "ns/e"):
             h.enqueue(key)
         counts.append(passes(h))  # pods made (d's PodPending timers set)
         h.run_all("ns/a")
+        h.run_all("ns/e")
+        counts.append(passes(h))
+        h.set_phase("e-worker-0", "Succeeded")  # e: Completed at minSuccess, its running pod killed
+        counts.append(passes(h))
         for name in h.pods("ns/b"):
             h.set_phase(name, "Succeeded")  # b: Pending, then Running, then at once Completed
         h.set_phase("c-worker-0", "Running")
@@ -200,6 +205,11 @@ def _lifecycles(skip: bool) -> tuple:
     return objects(h), [(e.type, e.reason, e.key, e.message) for e in h.cluster.events], counts
 
 
+def h_pods(objects: dict, job: str) -> list[str]:
+    return [k for k, pod in objects["pods"].items() if pod["metadata"]["annotations"].get("volcano.sh/job-name") == job
+            and pod["status"]["phase"] not in ("Succeeded", "Failed")]
+
+
 def test_a_pass_after_a_settled_one_is_skipped():
     """fastpath.settled_pass_skipped: the same objects and events with fewer state passes; b goes from Pending to
     Running and on to Completed in one sync (the pass after Running is not skipped)."""
@@ -208,4 +218,5 @@ def test_a_pass_after_a_settled_one_is_skipped():
     assert fast_objects == slow_objects and fast_events == slow_events
     assert any(e[2] == "ns/b" and "Running -> Completed" in e[3] for e in fast_events)
     assert any(e[2] == "ns/d" and "Aborting" in e[3] for e in fast_events)
+    assert any(e[2] == "ns/e" and "MinSuccessReached" in e[3] for e in fast_events) and not h_pods(fast_objects, "e")
     assert fast[0] < slow[0] and fast[1] < slow[1] and sum(fast) < sum(slow)

@@ -163,8 +163,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   exists (made or set to what the job asks for). Run again, the pass would count the same pods (those it made
   included) into the same status and take the same decisions; only its status update function may differ, when the
   phase changed. The same function changed nothing the first time (a new job's first Pending keeps it); another is
-  tried on a copy of the status, and must leave the phase as it is. Requests handled in between that write anything
-  make the pass run.
+  tried on a copy of the status, and must leave the phase as it is. So for a finished job's pass (Completed, Failed,
+  Terminated, Aborted) that tried no pod deletion and ran no plugin: the next would find the same pods, the status
+  it wrote and no PodGroup. Requests handled in between that write anything make the pass run.
 - `podgroup_quantities_shared` (controller): the quantities of a PodGroup's minResources are read once per text and
   shared by every PodGroup the controller makes or sets right, instead of being read for each (as
   `fast_template_copy` shares a template's quantities with its pods): a quantity read from a text holds that text
