@@ -902,10 +902,12 @@ class JobController:
         key = job.key
         if job.metadata.deletion_timestamp is not None:
             return True
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
+        if light and self._light_sync(ctx):
+            return True
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
         self._known_since.add(job.metadata.uid or "")
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
 
         requests: list[Request] = []
         for cmd in commands:
@@ -915,15 +917,9 @@ class JobController:
                         f"more than once.")
             requests.append(Request(COMMAND_ISSUED, action=cmd.action, detail=f"command {cmd.name}"))
         requests += self._observe(ctx)
-        seen = self._pg_phase.get(key)
         requests += self._observe_podgroup(ctx)
         requests += self._due_delayed(ctx)
 
-        if light and not requests and self._podgroup_changes_nothing(ctx, seen):
-            # fastpath.light_podgroup_syncs: the state pass would again find its fixed point
-            self._podgroup_pending_event(ctx)
-            self._ttl(ctx)
-            return True
         settled = False
         for _ in range(MAX_ROUNDS):
             for req in requests:
@@ -1733,14 +1729,29 @@ class JobController:
             out["priority_class_name"] = pcn
         return out
 
-    def _podgroup_changes_nothing(self, ctx: _Ctx, seen: str | None) -> bool:
+    def _light_sync(self, ctx: _Ctx) -> bool:
+        """The sync of a job named by nothing but writes of its PodGroup since its last sync ended at a fixed point
+        (fastpath.light_podgroup_syncs); True if done. Its Job and pods are as that sync left them: nothing to
+        prepare, and its memory of the pods matches them (no pod event; forgetting the pods that sync deleted
+        waits for the next full sync); no command or timer waits. When its PodGroup turned Unknown (an event) or
+        the state pass would read the PodGroup differently, the full sync runs instead."""
+        seen = self._pg_phase.get(ctx.key)
+        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+        if not isinstance(pg, PodGroup) or (pg.status.phase == "Unknown" and seen != "Unknown") or \
+                not self._podgroup_changes_nothing(ctx, seen, pg):
+            return False
+        self._pg_phase[ctx.key] = pg.status.phase  # what `_observe_podgroup` notes
+        self._podgroup_pending_event(ctx)
+        self._ttl(ctx)
+        return True
+
+    def _podgroup_changes_nothing(self, ctx: _Ctx, seen: str | None, pg: PodGroup) -> bool:
         """After a sync that ended at a fixed point and writes of the job's PodGroup alone: whether the state pass
         reads the PodGroup as then. A Pending or Running job's pass reads of it only whether it exists, whether it
         is Pending and its spec (`_ensure_podgroup`); `seen` is the phase its last sync saw."""
         if seen is None or (ctx.job.status.state.phase or "") not in (PENDING, RUNNING):
             return False
-        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
-        if not isinstance(pg, PodGroup) or ((pg.status.phase or PENDING) == PENDING) != (seen == PENDING):
+        if ((pg.status.phase or PENDING) == PENDING) != (seen == PENDING):
             return False
         return not self._podgroup_spec_updates(pg, self._desired_pg(ctx))
 

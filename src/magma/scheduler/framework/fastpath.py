@@ -156,8 +156,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   its PodGroup alone since its last sync ended at a fixed point (the scheduler's status writes: conditions, a
   phase), with no request (command, pod event, Unknown PodGroup, due action), is not taken through its state pass
   again when the PodGroup still exists, is still Pending or still not, and its spec is what the job asks for: that
-  pass reads nothing else of the PodGroup, and everything else it reads is as when it wrote nothing. The
-  PodGroupPending event and the ttl are still looked at.
+  pass reads nothing else of the PodGroup, and everything else it reads is as when it wrote nothing. Nor are its
+  Job and pods looked at again (nothing was written to them: its memory of the pods matches them, and forgetting
+  the pods that sync deleted itself waits for the next full sync). The PodGroupPending event and the ttl are still
+  looked at.
 - `settled_pass_skipped` (controller): the job's state pass (Pending, Running, Restarting) is not run again after a
   pass whose writes cannot change what it reads: no pod deletion was tried, the job has no plugins and its PodGroup
   exists (made or set to what the job asks for). Run again, the pass would count the same pods (those it made
