@@ -220,3 +220,20 @@ def test_a_pass_after_a_settled_one_is_skipped():
     assert any(e[2] == "ns/d" and "Aborting" in e[3] for e in fast_events)
     assert any(e[2] == "ns/e" and "MinSuccessReached" in e[3] for e in fast_events) and not h_pods(fast_objects, "e")
     assert fast[0] < slow[0] and fast[1] < slow[1] and sum(fast) < sum(slow)
+
+
+def test_podgroups_share_their_quantities():
+    """fastpath.podgroup_quantities_shared: PodGroups asking for the same amounts share the quantities read from
+    them; the PodGroups are the same as with each read on its own."""
+
+    def podgroups(shared: bool) -> Harness:
+        h = Harness(make_job("a"), make_job("b"))
+        with contextlib.nullcontext() if shared else fastpath.disabled("podgroup_quantities_shared"):
+            h.sync()
+        return h
+
+    fast, slow = podgroups(True), podgroups(False)
+    assert objects(fast)["podgroups"] == objects(slow)["podgroups"]
+    assert fast.pg("ns/a").spec.min_resources["cpu"] is fast.pg("ns/b").spec.min_resources["cpu"]
+    assert slow.pg("ns/a").spec.min_resources["cpu"] is not slow.pg("ns/b").spec.min_resources["cpu"]
+    assert fast.pg("ns/a").spec.min_resources["cpu"].raw == "2"
