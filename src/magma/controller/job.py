@@ -9,7 +9,9 @@ Event-driven (fastpath.event_driven_controller), on a cluster with a change log 
 a sync visits only the jobs that something happened to since the previous sync: their Job, PodGroup, pods or
 owned objects were written, a command for them arrived, or a delayed action or ttl of theirs is due (Volcano's
 informers and work queue of job keys). By the sentence above, the others would change nothing. `_JobIndex`
-keeps the log's reading: touched jobs, pods per job, objects per owner.
+keeps the log's reading: touched jobs, pods per job, objects per owner. A job named only by writes of its
+PodGroup's status skips its state pass (fastpath.light_podgroup_syncs), and so does a pass after one that left it
+nothing to do (fastpath.settled_pass_skipped).
 
 What it does, as Volcano's job controller does it (pkg/controllers/job: job_controller_actions.go, state/,
 job_controller_util.go), restated:
@@ -95,8 +97,9 @@ Decisions where Volcano is silent or magma differs on purpose (also in the repor
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from magma.api.copying import deep_copy
@@ -197,6 +200,7 @@ RETAIN_NONE: frozenset[str] = frozenset()
 RETAIN_SOFT: frozenset[str] = frozenset({"Succeeded", "Failed"})
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _UID_NAMESPACE = uuid.UUID("6f1c3a52-8d0e-4c1b-9a57-0c2f6d9e4b11")
+_UID_NAMESPACE_BYTES = _UID_NAMESPACE.bytes
 MAX_PASSES = 12
 MAX_ROUNDS = 6
 
@@ -219,6 +223,35 @@ def _time(ts: object) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _uuid5(name: str) -> str:
+    """`str(uuid.uuid5(_UID_NAMESPACE, name))`, without making the UUID object: SHA-1 of the namespace and the name,
+    its first 16 bytes with the version (5) and variant (RFC 4122) bits set, as 8-4-4-4-12 hex digits."""
+    b = bytearray(hashlib.sha1(_UID_NAMESPACE_BYTES + name.encode()).digest()[:16])
+    b[6] = (b[6] & 0x0F) | 0x50
+    b[8] = (b[8] & 0x3F) | 0x80
+    x = b.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+
+
+_QUANTITIES: dict[str, Quantity] = {}  # quantity text -> the one Quantity read from it
+
+
+def _quantities(texts: dict[str, str]) -> dict[str, str | Quantity]:
+    """A PodGroup's minResources: the texts, or (fastpath.podgroup_quantities_shared) the quantities read from them,
+    one per text for all PodGroups, which the model takes as they are."""
+    if not fastpath.podgroup_quantities_shared:
+        return dict(texts)
+    out: dict[str, str | Quantity] = {}
+    for name, text in texts.items():
+        q = _QUANTITIES.get(text)
+        if q is None:
+            q = Quantity.parse(text)
+            if len(_QUANTITIES) < 4096:
+                _QUANTITIES[text] = q
+        out[name] = q
+    return out
 
 
 def _ttl_due(job: Job) -> float | None:
@@ -258,11 +291,13 @@ def pod_version(pod: Pod) -> int:
 
 def _restarts(pod: Pod) -> int:
     total = 0
-    for cs in list(pod.status.container_statuses) + list(pod.status.init_container_statuses):
-        if isinstance(cs, dict):
-            total += int(cs.get("restartCount") or 0)
-        else:
-            total += int(getattr(cs, "restart_count", 0) or 0)
+    status = pod.status
+    for statuses in (status.container_statuses, status.init_container_statuses):
+        for cs in statuses:
+            if isinstance(cs, dict):
+                total += int(cs.get("restartCount") or 0)
+            else:
+                total += int(getattr(cs, "restart_count", 0) or 0)
     return total
 
 
@@ -389,19 +424,12 @@ class _St:
     controlled: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, job: Job) -> "_St":
+    def recount(cls, job: Job) -> "_St":
+        """The job's status with its pod counts at zero: every caller counts the job's pods again."""
         s = job.status
-        return cls(
-            phase=s.state.phase or "", reason=s.state.reason, message=s.state.message, retry=s.retry_count,
-            version=s.version, min_available=s.min_available, pending=s.pending, running=s.running,
-            succeeded=s.succeeded, failed=s.failed, terminating=s.terminating, unknown=s.unknown,
-            tsc={k: dict(v.phase) for k, v in s.task_status_count.items()},
-            controlled=dict(s.controlled_resources),
-        )
-
-    def zero_counts(self) -> None:
-        self.pending = self.running = self.succeeded = self.failed = self.terminating = self.unknown = 0
-        self.tsc = {}
+        state = s.state
+        return cls(phase=state.phase or "", reason=state.reason, message=state.message, retry=s.retry_count,
+                   version=s.version, min_available=s.min_available, controlled=dict(s.controlled_resources))
 
     def classify(self, pod: Pod, task: str) -> None:
         phase = pod.status.phase or "Pending"
@@ -433,6 +461,8 @@ class _Ctx:
     writes: int = 0
     new_requests: list[Request] = field(default_factory=list)
     cause: tuple[str, str] | None = None  # (reason, message) for the phase change an action makes
+    deletes: int = 0  # pod deletions tried
+    settled_at: int = -1  # `writes` after a state pass that the same pass would find at its fixed point
 
     @property
     def spec(self):
@@ -447,6 +477,10 @@ class _Ctx:
 
 
 UpdateFn = Callable[[_St, _Ctx], None]
+#: (_St field, JobStatus field) of the figures `_apply` writes back
+_COUNT_FIELDS = (("retry", "retry_count"), ("version", "version"), ("min_available", "min_available"),
+                 ("pending", "pending"), ("running", "running"), ("succeeded", "succeeded"), ("failed", "failed"),
+                 ("terminating", "terminating"), ("unknown", "unknown"))
 
 
 # ---------------------------------------------------------------- the change log, read for the event-driven sync
@@ -466,6 +500,9 @@ class _JobIndex:
     - `pods_of`: pod keys per job key (the annotation), so a job's pods are found without scanning all pods;
     - `owned`: objects whose controller owner is a Job, by owner uid and (for refs without uid) by name, for the
       garbage collection of a deleted Job's objects;
+    - `other`: the touched job keys named by a write other than one of a PodGroup (fastpath.light_podgroup_syncs);
+    - `uid_jobs`: how many Jobs hold each uid, and `left`: the uids a Job stopped holding (deleted, or given another
+      uid) since they were last taken, so that the Jobs gone are found without looking at every Job;
     - `full`: a write it cannot attribute (PriorityClasses, unowned side objects, unknown kinds, a log that no
       longer reaches back): the next sync visits every job.
     """
@@ -473,7 +510,11 @@ class _JobIndex:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.touched: set[str] = set()
-        self.jobs_written = True  # a Job was created, written or deleted since the orphans were last looked for
+        self.other: set[str] = set()
+        self.job_uid: dict[str, str] = {}  # Job key -> its uid
+        self.uid_jobs: dict[str, int] = {}  # uid -> Jobs holding it
+        self.left: set[str] = set()  # uids some Job stopped holding since `take_left`
+        self.rebuilt = True  # rebuilt since `take_left`: every uid may have left
         self.pod_job: dict[str, str] = {}  # pod key -> job key of its annotation
         self.pods_of: dict[str, set[str]] = {}
         self.owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # (kind, key) -> (namespace, uid, name)
@@ -486,7 +527,11 @@ class _JobIndex:
         state = self.cluster.state()
         self.version = self.cluster.version  # type: ignore[attr-defined]
         self.full = True
-        self.jobs_written = True
+        self.rebuilt = True
+        self.job_uid.clear()
+        self.uid_jobs.clear()
+        for key in state.jobs:
+            self._job(state, key)
         self.pod_job.clear()
         self.pods_of.clear()
         self.owner.clear()
@@ -500,6 +545,7 @@ class _JobIndex:
             for key, obj in state.others.get(kind, {}).items():
                 self._own(kind, key, obj)
         self.touched.clear()
+        self.other.clear()
 
     def refresh(self) -> None:
         """Take in the writes made since the last refresh."""
@@ -516,8 +562,8 @@ class _JobIndex:
         touched = self.touched
         for kind, key in changes:
             if kind == "Job":
-                touched.add(key)
-                self.jobs_written = True
+                self._touch(key)
+                self._job(state, key)
             elif kind == "Pod":
                 self._pod(state, key)
             elif kind == "PodGroup":
@@ -534,30 +580,64 @@ class _JobIndex:
             else:  # PriorityClasses (PodGroup minResources, pod priorities) and anything unknown
                 self.full = True
 
-    def _pod(self, state: ClusterState, key: str) -> None:
-        old = self.pod_job.pop(key, None)
+    def _job(self, state: ClusterState, key: str) -> None:
+        job = state.jobs.get(key)
+        uid = (job.metadata.uid or None) if job is not None else None  # as the full look: a Job without uid holds none
+        old = self.job_uid.get(key)
+        if uid == old:
+            return
         if old is not None:
-            self.pods_of[old].discard(key)
-            self.touched.add(old)
+            del self.job_uid[key]
+            n = self.uid_jobs[old] - 1
+            if n:
+                self.uid_jobs[old] = n
+            else:
+                del self.uid_jobs[old]
+                self.left.add(old)
+        if uid is not None:
+            self.job_uid[key] = uid
+            self.uid_jobs[uid] = self.uid_jobs.get(uid, 0) + 1
+
+    def take_left(self) -> tuple[set[str], bool]:
+        """The uids no Job holds any more since they were last taken, and whether the index was rebuilt since (then
+        any uid may have left); both start afresh."""
+        left, rebuilt = self.left, self.rebuilt
+        self.left, self.rebuilt = set(), False
+        return left, rebuilt
+
+    def _pod(self, state: ClusterState, key: str) -> None:
         pod = state.pods.get(key)
-        if pod is not None:
-            name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION)
-            if name:
-                job = f"{pod.namespace}/{name}"
+        name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION) if pod is not None else None
+        job = f"{pod.namespace}/{name}" if name else None  # type: ignore[union-attr]
+        old = self.pod_job.get(key)
+        if job is not None and job == old:
+            self._touch(job)  # a write of a pod of the same job (its status, mostly)
+        else:
+            if old is not None:
+                del self.pod_job[key]
+                self.pods_of[old].discard(key)
+                self._touch(old)
+            if job is not None:
                 self.pod_job[key] = job
                 self.pods_of.setdefault(job, set()).add(key)
-                self.touched.add(job)
+                self._touch(job)
         self._own("Pod", key, pod)
 
     def _own(self, kind: str, key: str, obj: Object | None) -> bool:
         """Index the object's Job owner; True if it has one (now or before the write)."""
+        touch = self.touched.add if kind == "PodGroup" else self._touch
         k = (kind, key)
-        old = self.owner.pop(k, None)
+        ref = _controller_owner(obj) if obj is not None else None
+        old = self.owner.get(k)
+        if old is not None and ref is not None and ref.kind == "Job" and \
+                old == (obj.namespace, ref.uid or "", ref.name):  # type: ignore[union-attr]
+            touch(f"{old[0]}/{old[2]}")  # the same owner: the index stays as it is
+            return True
         if old is not None:
+            del self.owner[k]
             ns, uid, name = old
             (self.by_uid[uid] if uid else self.by_name[(ns, name)]).discard(k)
-            self.touched.add(f"{ns}/{name}")
-        ref = _controller_owner(obj) if obj is not None else None
+            touch(f"{ns}/{name}")
         if ref is None or ref.kind != "Job":
             return old is not None
         ns = obj.namespace  # type: ignore[union-attr]
@@ -566,14 +646,25 @@ class _JobIndex:
             self.by_uid.setdefault(ref.uid, set()).add(k)
         else:
             self.by_name.setdefault((ns, ref.name), set()).add(k)
-        self.touched.add(f"{ns}/{ref.name}")
+        touch(f"{ns}/{ref.name}")
         return True
 
-    def take(self) -> tuple[set[str], bool]:
-        """The touched job keys and whether every job must be synced; both start afresh."""
-        touched, full = self.touched, self.full
-        self.touched, self.full = set(), False
-        return touched, full
+    def _touch(self, key: str) -> None:
+        """A write other than one of its PodGroup names the job."""
+        self.touched.add(key)
+        self.other.add(key)
+
+    def take(self) -> tuple[set[str], set[str], bool]:
+        """The touched job keys, those of them named by other writes than of PodGroups, and whether every job must
+        be synced; all start afresh."""
+        touched, other, full = self.touched, self.other, self.full
+        self.touched, self.other, self.full = set(), set(), False
+        return touched, other, full
+
+    def settled(self, key: str) -> None:
+        """The job's sync ended at a fixed point: the writes it made call for no other sync of it."""
+        self.touched.discard(key)
+        self.other.discard(key)
 
     def pods(self, state: ClusterState, job: Job) -> dict[str, Pod]:
         """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them."""
@@ -634,6 +725,7 @@ class JobController:
         self._warned: set[tuple[str, str]] = set()  # (job key, what) warnings given once
         self._job_uid: dict[str, str] = {}  # job key -> uid the memory above belongs to
         self._known_uids: set[str] = set()  # uids of every Job seen (owners whose orphans we collect)
+        self._known_since: set[str] = set()  # uids added to `_known_uids` since the orphans were last looked for
         self._defaulted: dict[str, int] = {}  # job key -> id(spec) already checked for defaults
         self._pg_cache: dict[str, tuple] = {}  # job key -> (fingerprint, desired PodGroup spec)
         self._evictions_seen = 0
@@ -645,33 +737,43 @@ class JobController:
         self._ttl_due: dict[str, float] = {}  # finished job key -> when its ttl runs out
         self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
         self._logged = _has_change_log(cluster)  # the cluster keeps a change log (its methods never go away)
+        self._settled: set[str] = set()  # job keys whose last sync ended at a fixed point
 
     # ================================================================ public
     def sync(self) -> bool:
         """Reconcile every Job once (event-driven: every job something happened to; see `_jobs_to_sync`).
         Returns True if anything was written."""
+        if self._idle():
+            return False
         self._changed = False
         state = self.cluster.state()
         now = state.now
         self._read_evictions()
         commands = self._job_commands(state)
-        keys, by_job, noted = self._jobs_to_sync(state, now, commands)
+        keys, by_job, noted, podgroup_only = self._jobs_to_sync(state, now, commands)
         index = self._index
         for key in keys:
             job = state.jobs.get(key)
             if job is None:
                 continue
+            light = False
             if index is not None:
                 index.refresh()
                 touched_before = key in index.touched
-            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []))
+                # nothing but its PodGroup was written since its last sync ended at a fixed point
+                light = key in podgroup_only and key not in index.other and key in self._settled
+            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []), light)
+            if settled:
+                self._settled.add(key)
+            else:
+                self._settled.discard(key)
             if index is not None and settled:
                 # Its own writes do not call for another sync of it: the sync ended at a fixed point (its last
                 # pass wrote nothing, no request was left), and what it wrote it has taken in (pods it made or
                 # deleted are in its memory; its PodGroup phase is the one it saw or made).
                 index.refresh()
                 if not touched_before:
-                    index.touched.discard(key)
+                    index.settled(key)
         if self._index is not None:
             self._note(state, noted)
         for key, cmds in commands.items():  # commands aimed at jobs that do not exist
@@ -682,6 +784,26 @@ class JobController:
         self._collect_orphans(state)
         self._evict_reason.clear()  # reasons not matched to a job's pod by now belong to bare pods
         return self._changed
+
+    def _idle(self) -> bool:
+        """Event-driven, whether a sync would do nothing: no job is touched (by the writes since the last sync, or
+        left to sync again by it), no uid left, no eviction waits to be read, no command waits and no timer is
+        due."""
+        index = self._index
+        if index is None or not fastpath.event_driven_controller:
+            return False
+        index.refresh()
+        if index.full or index.touched or index.left or index.rebuilt or self._known_since or self._evict_reason:
+            return False
+        state = self.cluster.state()
+        if state.commands:
+            return False
+        evictions = getattr(self.cluster, "evictions", None)
+        if isinstance(evictions, list) and len(evictions) != self._evictions_seen:
+            return False
+        now = state.now
+        return not any(t <= now for t in self._ttl_due.values()) and \
+            not any(d.due <= now for per in self._delayed.values() for d in per.values())
 
     def next_timer(self, now: float) -> float | None:
         """The earliest future time at which a sync would act on its own (delayed actions, ttl)."""
@@ -725,8 +847,9 @@ class JobController:
         return self._index
 
     def _jobs_to_sync(self, state: ClusterState, now: float, commands: dict[str, list[Command]]
-                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str]]:
-        """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards).
+                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str], set[str]]:
+        """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards, job keys named
+        by writes of their PodGroup alone, without a command or a due timer).
 
         Every job, unless the cluster keeps a change log (and the fast path is on): then only the jobs whose Job,
         PodGroup, pods or owned objects were written since the previous sync began (the controller's own writes
@@ -740,16 +863,17 @@ class JobController:
         full = True
         if index is not None:
             index.refresh()
-            touched, full = index.take()
+            touched, other, full = index.take()
         if full:
             keys = sorted(state.jobs)
-            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read)
+            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read), set()
         assert index is not None
         due = {k for k, t in self._ttl_due.items() if t <= now}
         due |= {k for k, per in self._delayed.items() if any(d.due <= now for d in per.values())}
         noted = touched | due | set(commands)
         keys = sorted(k for k in noted if k in state.jobs)
-        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted
+        podgroup_only = touched - other - due - commands.keys() if fastpath.light_podgroup_syncs else set()
+        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted, podgroup_only
 
     def _note(self, state: ClusterState, keys: Iterable[str]) -> None:
         """After a sync: the ttl time and the PodGroup read of each of these jobs, as the sync left them."""
@@ -772,14 +896,18 @@ class JobController:
 
     # ================================================================ per job
     def _sync_one(self, job: Job, state: ClusterState, now: float, pods: dict[str, Pod],
-                  commands: list[Command]) -> bool:
-        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left)."""
+                  commands: list[Command], light: bool = False) -> bool:
+        """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left).
+        `light`: nothing but its PodGroup was written since its last sync ended at a fixed point."""
         key = job.key
         if job.metadata.deletion_timestamp is not None:
             return True
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
+        if light and self._light_sync(ctx):
+            return True
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
+        self._known_since.add(job.metadata.uid or "")
 
         requests: list[Request] = []
         for cmd in commands:
@@ -799,6 +927,9 @@ class JobController:
             quiet = False
             for _ in range(MAX_PASSES):
                 before = ctx.writes
+                if ctx.settled_at == before and fastpath.settled_pass_skipped:
+                    quiet = True  # the pass would write nothing, and so make no request
+                    break
                 self._default_pass(ctx)
                 if ctx.new_requests or ctx.writes == before:
                     quiet = not ctx.new_requests and ctx.writes == before
@@ -874,11 +1005,13 @@ class JobController:
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             uid = pod_uid(pod)
             present.add(uid)
-            task = task_of(pod)
             phase = pod.status.phase or "Pending"
             restarts = _restarts(pod)
-            version = pod_version(pod)
             m = memo.get(uid)
+            if m is not None and phase == m.phase and restarts == m.restarts and not _is_terminating(pod):
+                continue  # nothing new (most pods, most syncs)
+            task = task_of(pod)
+            version = pod_version(pod)
             if m is None:  # first sight (e.g. a restarted controller): a baseline, as an informer's add
                 memo[uid] = _PodMemo(pod.name, task, phase, restarts, version, pod.labels.get(PARTITION_ID_LABEL, ""))
                 if phase == "Pending" and not _is_terminating(pod):
@@ -1119,12 +1252,9 @@ class JobController:
     def _default_pass(self, ctx: _Ctx) -> None:
         """What the job's state does on a plain sync."""
         phase = ctx.job.status.state.phase or PENDING
-        if phase == PENDING or phase not in PHASES:
-            self._sync_job(ctx, self._pending_fn)
-        elif phase == RUNNING:
-            self._sync_job(ctx, self._running_fn)
-        elif phase == RESTARTING:
-            self._sync_job(ctx, self._restarting_fn)
+        fn = self._state_fn(phase)
+        if fn is not None:
+            self._sync_job(ctx, fn)
         elif phase == ABORTING:
             self._kill_job(ctx, RETAIN_SOFT, self._drained_fn(ABORTED, "Aborted"), explicit=False)
         elif phase == COMPLETING:
@@ -1133,6 +1263,16 @@ class JobController:
             self._kill_job(ctx, RETAIN_SOFT, self._drained_fn(TERMINATED, "Terminated"), explicit=False)
         else:  # Aborted, Completed, Failed, Terminated
             self._kill_job(ctx, RETAIN_SOFT, None, explicit=False)
+
+    def _state_fn(self, phase: str) -> UpdateFn | None:
+        """The status update of a plain sync in `phase` when the job's state syncs it (None: the phase kills)."""
+        if phase == PENDING or phase not in PHASES:
+            return self._pending_fn
+        if phase == RUNNING:
+            return self._running_fn
+        if phase == RESTARTING:
+            return self._restarting_fn
+        return None
 
     # -------------------------------------------------------------- status update functions
     def _cause(self, ctx: _Ctx, default_reason: str, default_message: str) -> tuple[str, str]:
@@ -1216,10 +1356,10 @@ class JobController:
     # -------------------------------------------------------------- kill and sync
     def _kill_job(self, ctx: _Ctx, retain: frozenset[str], fn: UpdateFn | None, explicit: bool) -> None:
         job = ctx.job
-        st = _St.of(job)
+        deletes = ctx.deletes
+        st = _St.recount(job)
         if st.retry >= ctx.max_retry - 1:
             retain = RETAIN_SOFT  # the last retry keeps finished pods for inspection
-        st.zero_counts()
         killed = 0
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             task = task_of(pod)
@@ -1246,6 +1386,11 @@ class JobController:
             self._pg_phase.pop(ctx.key, None)
             self._pg_warned.pop(ctx.key, None)
             self._wrote(ctx)
+        if fn is None and not explicit and ctx.deletes == deletes and \
+                not any(k.startswith("plugin-") for k in st.controlled):
+            # a finished job's pass that tried no deletion and ran no plugin: run again, it would find the same
+            # pods, the status it wrote and no PodGroup (fastpath.settled_pass_skipped)
+            ctx.settled_at = ctx.writes
 
     def _kill_target(self, ctx: _Ctx, action: str, req: Request, fn: UpdateFn) -> None:
         if action == RESTART_TASK:
@@ -1257,8 +1402,7 @@ class JobController:
             victims = [p for p in ctx.task_pods(req.task)
                        if req.partition and p.labels.get(PARTITION_ID_LABEL) == req.partition]
         victim_names = {p.name for p in victims}
-        st = _St.of(ctx.job)
-        st.zero_counts()
+        st = _St.recount(ctx.job)
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             if _is_terminating(pod):
                 st.terminating += 1
@@ -1274,7 +1418,8 @@ class JobController:
 
     def _sync_job(self, ctx: _Ctx, fn: UpdateFn) -> None:
         job = ctx.job
-        st = _St.of(job)
+        deletes = ctx.deletes
+        st = _St.recount(job)
         initiated = st.phase not in ("", PENDING)
         if not st.phase:
             st.to(PENDING, "Created", "job accepted; waiting for its PodGroup to be enqueued")
@@ -1284,7 +1429,6 @@ class JobController:
             self._plugins_update(ctx, st)
         pg = self._ensure_podgroup(ctx)
         sync_tasks = pg is not None and (pg.status.phase or PENDING) != PENDING
-        st.zero_counts()
         spec = job.spec
         expected: set[str] = set()
         for ts in spec.tasks:
@@ -1324,6 +1468,24 @@ class JobController:
         st.min_available = spec.min_available or 0
         fn(st, ctx)
         self._apply(ctx, st)
+        if ctx.deletes == deletes and not spec.plugins and pg is not None and self._fixed(ctx, st, fn):
+            ctx.settled_at = ctx.writes
+
+    def _fixed(self, ctx: _Ctx, st: _St, fn: UpdateFn) -> bool:
+        """After a state pass that tried no pod deletion, for a job without plugins whose PodGroup exists (made or
+        set to what the job asks for), with `st` written: whether the next pass would write nothing
+        (fastpath.settled_pass_skipped). It would read the status, PodGroup and pods this pass left (the pods it
+        made included), count the same figures and take the same decisions; only its update function may differ,
+        when the phase changed. The same function changed nothing the first time (a new job's Pending aside, which
+        keeps the function); another is tried on a copy."""
+        nxt = self._state_fn(st.phase or PENDING)
+        if nxt is None:
+            return False
+        if nxt == fn:
+            return True
+        probe = replace(st)
+        nxt(probe, ctx)
+        return probe.phase == st.phase
 
     def _depends_ready(self, ctx: _Ctx, ts: TaskSpec) -> bool:
         dep = ts.depends_on
@@ -1356,14 +1518,17 @@ class JobController:
         if st.phase != old_phase:
             self._transition(ctx, old_phase, st)
             changed = True
-        for name, attr in (("retry", "retry_count"), ("version", "version"), ("min_available", "min_available"),
-                           ("pending", "pending"), ("running", "running"), ("succeeded", "succeeded"),
-                           ("failed", "failed"), ("terminating", "terminating"), ("unknown", "unknown")):
-            value = getattr(st, name)
-            if getattr(s, attr) != value:
-                setattr(s, attr, value)
-                changed = True
-        if {k: dict(v.phase) for k, v in s.task_status_count.items()} != st.tsc:
+        if (s.retry_count, s.version, s.min_available, s.pending, s.running, s.succeeded, s.failed, s.terminating,
+                s.unknown) != (st.retry, st.version, st.min_available, st.pending, st.running, st.succeeded,
+                               st.failed, st.terminating, st.unknown):
+            # set only the fields that differ (pydantic notes which fields were set)
+            for name, attr in _COUNT_FIELDS:
+                value = getattr(st, name)
+                if getattr(s, attr) != value:
+                    setattr(s, attr, value)
+            changed = True
+        tsc = s.task_status_count
+        if len(tsc) != len(st.tsc) or any(st.tsc.get(k) != v.phase for k, v in tsc.items()):
             s.task_status_count = {k: TaskState(phase=dict(v)) for k, v in sorted(st.tsc.items())}
             changed = True
         if s.controlled_resources != st.controlled:
@@ -1421,6 +1586,8 @@ class JobController:
         self._run_plugins(ctx, st, "on_job_delete")
 
     def _run_plugins(self, ctx: _Ctx, st: _St, hook: str) -> None:
+        if not ctx.spec.plugins:
+            return
         pctx = self._plugin_ctx(ctx, st)
         for plugin in self._plugins(ctx):
             try:
@@ -1510,11 +1677,12 @@ class JobController:
         job = ctx.job
         key = f"{job.namespace}/{podgroup_name(job)}"
         pg = self.cluster.get("PodGroup", key)
-        min_member, min_task, min_res, pcn, quantities = self._desired_pg(ctx)
+        desired = self._desired_pg(ctx)
+        min_member, min_task, min_res, pcn, quantities = desired
         if pg is None:
             annotations, labels = self._podgroup_meta(job)
             spec: dict = {"minMember": min_member, "minTaskMember": min_task, "queue": job.spec.queue,
-                          "minResources": dict(quantities)}
+                          "minResources": _quantities(quantities)}
             if pcn:
                 spec["priorityClassName"] = pcn
             if job.spec.network_topology is not None:
@@ -1537,24 +1705,55 @@ class JobController:
             self._wrote(ctx)
             return pg
         assert isinstance(pg, PodGroup)
-        s = pg.spec
-        dirty = False
-        if s.min_member != min_member:
-            s.min_member = min_member
-            dirty = True
-        if dict(s.min_task_member) != min_task:
-            s.min_task_member = dict(min_task)
-            dirty = True
-        if {k: q.raw for k, q in s.min_resources.items()} != quantities and pg.min_resources() != min_res:
-            s.min_resources = {k: Quantity.parse(v) for k, v in quantities.items()}
-            dirty = True
-        if (s.priority_class_name or None) != (pcn or None):
-            s.priority_class_name = pcn
-            dirty = True
-        if dirty:
+        updates = self._podgroup_spec_updates(pg, desired)
+        if updates:
+            for name, value in updates.items():
+                setattr(pg.spec, name, value)
             self.cluster.update(pg)
             self._wrote(ctx)
         return pg
+
+    @staticmethod
+    def _podgroup_spec_updates(pg: PodGroup, desired: tuple) -> dict:
+        """The PodGroup spec fields that differ from what the job asks for (`_desired_pg`), with their values."""
+        min_member, min_task, min_res, pcn, quantities = desired
+        s = pg.spec
+        out: dict = {}
+        if s.min_member != min_member:
+            out["min_member"] = min_member
+        if dict(s.min_task_member) != min_task:
+            out["min_task_member"] = dict(min_task)
+        if {k: q.raw for k, q in s.min_resources.items()} != quantities and pg.min_resources() != min_res:
+            out["min_resources"] = {k: Quantity.parse(v) for k, v in _quantities(quantities).items()}
+        if (s.priority_class_name or None) != (pcn or None):
+            out["priority_class_name"] = pcn
+        return out
+
+    def _light_sync(self, ctx: _Ctx) -> bool:
+        """The sync of a job named by nothing but writes of its PodGroup since its last sync ended at a fixed point
+        (fastpath.light_podgroup_syncs); True if done. Its Job and pods are as that sync left them: nothing to
+        prepare, and its memory of the pods matches them (no pod event; forgetting the pods that sync deleted
+        waits for the next full sync); no command or timer waits. When its PodGroup turned Unknown (an event) or
+        the state pass would read the PodGroup differently, the full sync runs instead."""
+        seen = self._pg_phase.get(ctx.key)
+        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+        if not isinstance(pg, PodGroup) or (pg.status.phase == "Unknown" and seen != "Unknown") or \
+                not self._podgroup_changes_nothing(ctx, seen, pg):
+            return False
+        self._pg_phase[ctx.key] = pg.status.phase  # what `_observe_podgroup` notes
+        self._podgroup_pending_event(ctx)
+        self._ttl(ctx)
+        return True
+
+    def _podgroup_changes_nothing(self, ctx: _Ctx, seen: str | None, pg: PodGroup) -> bool:
+        """After a sync that ended at a fixed point and writes of the job's PodGroup alone: whether the state pass
+        reads the PodGroup as then. A Pending or Running job's pass reads of it only whether it exists, whether it
+        is Pending and its spec (`_ensure_podgroup`); `seen` is the phase its last sync saw."""
+        if seen is None or (ctx.job.status.state.phase or "") not in (PENDING, RUNNING):
+            return False
+        if ((pg.status.phase or PENDING) == PENDING) != (seen == PENDING):
+            return False
+        return not self._podgroup_spec_updates(pg, self._desired_pg(ctx))
 
     def _podgroup_pending_event(self, ctx: _Ctx) -> None:
         pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
@@ -1679,6 +1878,7 @@ class JobController:
             spec.priority = 0
 
     def _delete_pod(self, ctx: _Ctx, pod: Pod) -> bool:
+        ctx.deletes += 1
         uid = pod_uid(pod)
         try:
             self.cluster.delete("Pod", pod.key)
@@ -1750,14 +1950,20 @@ class JobController:
     def _collect_orphans(self, state: ClusterState) -> None:
         """Objects owned by a Job this controller knew and that is gone (Kubernetes' garbage collector)."""
         index = self._job_index()
+        known_since, self._known_since = self._known_since, set()
         if index is not None:
-            # After a look, every known uid is live; only a write of a Job can make one gone.
+            # After a look, every known uid is live; a known uid is gone now if it was added since, or if a Job
+            # held it then and none does now (it left).
             index.refresh()
-            if not index.jobs_written:
-                return
-            index.jobs_written = False
-        live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
-        gone = self._known_uids - live
+            left, rebuilt = index.take_left()
+            if rebuilt:
+                live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
+                gone = self._known_uids - live
+            else:
+                gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
+        else:
+            live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
+            gone = self._known_uids - live
         if not gone:
             return
         buckets: list[list[Object]]
@@ -1782,6 +1988,7 @@ class JobController:
         for d in (self._memo, self._deleted, self._delayed, self._pg_phase, self._pg_warned, self._job_uid,
                   self._defaulted, self._pg_cache, self._ttl_due):
             d.pop(key, None)
+        self._settled.discard(key)
         self._warned = {w for w in self._warned if w[0] != key}
 
     # -------------------------------------------------------------- commands
@@ -1821,7 +2028,7 @@ class JobController:
 
     def _new_uid(self, seed: str) -> str:
         self._seq += 1
-        return str(uuid.uuid5(_UID_NAMESPACE, f"{seed}/{self._seq}"))
+        return _uuid5(f"{seed}/{self._seq}")
 
 
 __all__ = ["JobController", "Request", "DelayedAction", "apply_policies", "go_duration", "podgroup_name",

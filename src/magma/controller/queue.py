@@ -70,7 +70,8 @@ class QueueController:
         self._version: int | None = None
         self._seen: dict[str, tuple[str, str]] = {}  # PodGroup key -> (queue, phase) counted
         self._kept: dict[str, dict[str, int]] = {}  # queue -> phase -> PodGroups
-        self._moved = True  # the last `_kept_counts` saw a PodGroup change queue or phase, or a Queue or Command
+        self._moved = True  # the last `_kept_counts` rebuilt the counts or saw a Command written
+        self._recounted: set[str] = set()  # queues whose PodGroup counts the last `_kept_counts` moved
         self._queues_written: set[str] = set()  # queues written since the sync before
         self._quiet: dict[str, tuple] | None = None  # after a sync that wrote nothing: what it read of each queue
         self._acted = False  # this sync wrote something other than PodGroup counts
@@ -78,14 +79,23 @@ class QueueController:
     # ---------------------------------------------------------------- public
     def sync(self) -> bool:
         """Execute queue Commands, then bring every queue's state and counts up to date. True if anything changed."""
+        if self._quiet is not None and self._version is not None and fastpath.event_driven_controller and \
+                self.cluster.version == self._version:  # type: ignore[attr-defined]
+            return False  # nothing written since a quiet sync: it would write nothing again (see below)
         self._changed = self._acted = False
         state = self.cluster.state()
         counts = self._kept_counts(state)
-        if self._version is not None and self._quiet is not None and not self._moved and \
-                all(self._quiet.get(name) == _read(state.queues.get(name)) for name in self._queues_written):
+        quiet = self._quiet if self._version is not None and not self._moved else None
+        if quiet is not None and \
+                not all(quiet.get(name) == _read(state.queues.get(name)) for name in self._queues_written):
+            quiet = None
+        if quiet is not None and not self._recounted:
             # Nothing it reads changed since a sync that wrote nothing but counts (the scheduler's writes of a
             # queue's allocated resources are not read): it would write nothing again.
             return False
+        # Only the PodGroup counts of some queues moved since a quiet sync: the other queues would do nothing
+        # (fastpath.queue_sync_recounted), until a queue acts.
+        visit = self._recounted if quiet is not None and fastpath.queue_sync_recounted else None
         for cmd in self._queue_commands(state):
             self._consume(cmd)
             name = cmd.target_object.name if cmd.target_object else ""
@@ -101,14 +111,23 @@ class QueueController:
             else:
                 self.cluster.record_event("Warning", "Command", "Queue", queue.name,
                                           f"unknown queue action {cmd.action!r} (OpenQueue, CloseQueue)")
+        visited = []
         for name in sorted(state.queues):
-            queue = state.queues[name]
-            self._sync_queue(state, queue, counts.get(name, {}))
+            if visit is not None and name not in visit and not self._acted:
+                continue
+            visited.append(name)
+            self._sync_queue(state, state.queues[name], counts.get(name, {}))
         self._quiet = None
         if self._version is not None and not (self._acted if fastpath.queue_counts_settle else self._changed):
             # A sync that wrote no state, annotation or command is a fixed point once its count writes are read
             # back: the states it read are the states after it, and the counts match (fastpath.queue_counts_settle).
-            self._quiet = {name: _read(q) for name, q in state.queues.items()}
+            if visit is None:
+                self._quiet = {name: _read(q) for name, q in state.queues.items()}
+            else:  # the queues not visited read as before
+                assert quiet is not None
+                for name in visited:
+                    quiet[name] = _read(state.queues[name])
+                self._quiet = quiet
         return self._changed
 
     # ---------------------------------------------------------------- commands
@@ -201,9 +220,10 @@ class QueueController:
                 # the parent closed while this child was open (e.g. a manifest's initial state): follow it
                 self._annotate(queue, "true")
                 self._close(state, queue)
-        status = {field: counts.get(phase, 0) for phase, field in COUNTED}
         get = _extra(queue.status).get
-        if any(get(k) != v for k, v in status.items()):
+        # only the fields that differ: writing an equal value again leaves the status as it is
+        status = {f: n for phase, f in COUNTED if get(f) != (n := counts.get(phase, 0))}
+        if status:
             self.cluster.update_queue_status(queue.name, status)
             self._changed = True
 
@@ -218,27 +238,26 @@ class QueueController:
         self._version = self.cluster.version  # type: ignore[attr-defined]
         self._moved = changes is None
         self._queues_written = set()
+        self._recounted = set()
         if changes is None:
             self._seen = {k: ((pg.spec.queue or "default"), pg.status.phase or "Pending")
                           for k, pg in state.podgroups.items()}
             self._kept = self._counts(state)
         else:
             for kind, key in changes:
-                if kind == "Queue":
-                    self._queues_written.add(key)
-                    continue
-                if kind == "Command":
-                    self._moved = True
-                    continue
                 if kind != "PodGroup":
+                    if kind == "Queue":
+                        self._queues_written.add(key)
+                    elif kind == "Command":
+                        self._moved = True
                     continue
                 pg = state.podgroups.get(key)
                 now = (pg.spec.queue or "default", pg.status.phase or "Pending") if pg is not None else None
                 if now == self._seen.get(key):
                     continue
-                self._moved = True
                 old = self._seen.pop(key, None)
                 if old is not None:
+                    self._recounted.add(old[0])
                     per = self._kept[old[0]]
                     per[old[1]] -= 1
                     if not per[old[1]]:
@@ -248,6 +267,7 @@ class QueueController:
                 pg = state.podgroups.get(key)
                 if pg is not None:
                     q, phase = pg.spec.queue or "default", pg.status.phase or "Pending"
+                    self._recounted.add(q)
                     self._seen[key] = (q, phase)
                     per = self._kept.setdefault(q, {})
                     per[phase] = per.get(phase, 0) + 1

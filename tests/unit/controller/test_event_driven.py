@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from controller_harness import Harness, make_job
 
 from magma.controller.job import JobController
@@ -70,3 +72,168 @@ def test_switched_off_every_job_is_synced():
     h = running_jobs(6)
     with fastpath.disabled("event_driven_controller"):
         assert sorted(visits(h)) == [f"ns/j{i}" for i in range(6)]
+
+
+def objects(h: Harness) -> dict:
+    """Every Job, PodGroup and pod, with all their fields (statuses included)."""
+    st = h.state
+    return {kind: {k: o.model_dump() for k, o in objs.items()}
+            for kind, objs in (("jobs", st.jobs), ("podgroups", st.podgroups), ("pods", st.pods))}
+
+
+def passes(h: Harness) -> int:
+    """How many state passes a sync runs."""
+    count = 0
+    original = JobController._default_pass
+
+    def counting(self, ctx):
+        nonlocal count
+        count += 1
+        return original(self, ctx)
+
+    JobController._default_pass = counting
+    try:
+        h.sync()
+    finally:
+        JobController._default_pass = original
+    return count
+
+
+def _unschedulable(h: Harness, key: str, message: str) -> None:
+    """The scheduler's session writes the PodGroup's status: a condition, the phase left as it is."""
+    from magma.api.objects import PodGroupCondition
+
+    pg = h.pg(key)
+    pg.status.conditions = [PodGroupCondition(type="Unschedulable", status="True", reason="NotEnoughResources",
+                                              message=message, last_transition_time=h.t)]
+    h.cluster.mark_changed("PodGroup", pg.key)
+
+
+def _podgroup_writes(light: bool) -> tuple:
+    """Jobs whose PodGroups the scheduler writes (conditions, Inqueue, Running), with a spec changed by hand once;
+    what the syncs write and how many state passes they run."""
+    h = Harness(*[make_job(f"j{i}") for i in range(3)])
+    counts = []
+    with contextlib.nullcontext() if light else fastpath.disabled("light_podgroup_syncs"):
+        counts.append(passes(h))
+        h.advance(1)
+        _unschedulable(h, "ns/j0", "0/1 nodes are available")  # a PodGroupPending event, nothing else
+        counts.append(passes(h))
+        _unschedulable(h, "ns/j0", "0/1 nodes are available")  # the same again: no event
+        counts.append(passes(h))
+        h.enqueue("ns/j1")  # no longer Pending: pods are made
+        counts.append(passes(h))
+        h.run_all("ns/j1")
+        counts.append(passes(h))
+        h.enqueue("ns/j1", phase="Running")  # Running, as the session writes it once the pods run
+        counts.append(passes(h))
+        h.pg("ns/j2").spec.min_member = 7  # a spec that is not what the job asks for: written back
+        h.cluster.mark_changed("PodGroup", h.pg("ns/j2").key)
+        counts.append(passes(h))
+        h.enqueue("ns/j1", phase="Unknown")  # an event for the policies
+        counts.append(passes(h))
+    return objects(h), [(e.type, e.reason, e.key, e.message) for e in h.cluster.events], counts
+
+
+def test_podgroup_status_writes_need_no_state_pass():
+    """fastpath.light_podgroup_syncs: the same objects and events, without the state passes after the scheduler's
+    writes of a PodGroup's status (conditions, Running)."""
+    fast_objects, fast_events, fast = _podgroup_writes(light=True)
+    slow_objects, slow_events, slow = _podgroup_writes(light=False)
+    assert fast_objects == slow_objects and fast_events == slow_events
+    assert any(e[1] == "PodGroupPending" for e in fast_events)
+    assert [pg["spec"]["min_member"] for pg in fast_objects["podgroups"].values()] == [2, 2, 2]  # j2's written back
+    assert fast[1] == fast[2] == fast[5] == 0 < slow[1]  # conditions, the same again, Running: no pass
+    assert fast[3] > 0 and fast[6] > 0 and fast[7] > 0  # Inqueue, a changed spec, Unknown: the passes run
+    assert sum(fast) < sum(slow)
+
+
+def test_orphans_of_a_deleted_job_are_collected():
+    """The Jobs gone are found from the uids that left (a deletion, a Job applied again with another uid)."""
+    h = running_jobs(3)
+    old = h.job("ns/j1")
+    pods = set(h.pods("ns/j1"))
+    assert pods
+    h.cluster.delete("Job", "ns/j1")  # deleted without the controller being told (no job_deleted call)
+    h.sync()
+    assert not h.pods("ns/j1") and h.pg("ns/j1") is None
+    assert all(f"ns/{p}" not in h.state.pods for p in pods)
+    assert old.metadata.uid not in h.ctl.jobs._known_uids
+    before = h.job("ns/j2").metadata.uid
+    renewed = make_job("j2", uid="another-uid")
+    h.cluster.update(renewed)  # the same name, another uid: the old one's objects are orphans
+    h.sync()
+    assert before not in h.ctl.jobs._known_uids
+    assert h.pg("ns/j2") is not None and h.pg("ns/j2").metadata.owner_references[0].uid == "another-uid"
+    assert not any(o.metadata.owner_references and o.metadata.owner_references[0].uid == before
+                   for o in list(h.state.pods.values()) + list(h.state.podgroups.values()))
+    assert all(p.metadata.owner_references[0].uid == "another-uid" for p in h.pods("ns/j2").values())
+
+
+def _lifecycles(skip: bool) -> tuple:
+    """Jobs made, enqueued, run, finished in one step (Pending to Running to Completed), finished with a pod left
+    running (killed), evicted, scaled down; what the syncs write, and how many state passes they run."""
+    from controller_harness import task
+
+    h = Harness(make_job("a"), make_job("b", minAvailable=2), make_job("c", minAvailable=1),
+                make_job("e", minAvailable=2, minSuccess=1),
+                make_job("d", tasks=[task("worker", 3)], minAvailable=2, policies=[
+                    {"event": "PodPending", "action": "AbortJob", "timeout": "30s"}]))
+    counts = []
+    with contextlib.nullcontext() if skip else fastpath.disabled("settled_pass_skipped"):
+        counts.append(passes(h))  # new jobs: status and PodGroup
+        for key in ("ns/a", "ns/b", "ns/c", "ns/d", "ns/e"):
+            h.enqueue(key)
+        counts.append(passes(h))  # pods made (d's PodPending timers set)
+        h.run_all("ns/a")
+        h.run_all("ns/e")
+        counts.append(passes(h))
+        h.set_phase("e-worker-0", "Succeeded")  # e: Completed at minSuccess, its running pod killed
+        counts.append(passes(h))
+        for name in h.pods("ns/b"):
+            h.set_phase(name, "Succeeded")  # b: Pending, then Running, then at once Completed
+        h.set_phase("c-worker-0", "Running")
+        counts.append(passes(h))
+        h.evict("c-worker-0")
+        counts.append(passes(h))
+        h.job("ns/a").spec.tasks[0].replicas = 1  # scaled down: a pod deleted
+        h.cluster.update(h.job("ns/a"))
+        counts.append(passes(h))
+        h.advance(31)  # d's pods still pending: AbortJob
+        counts.append(passes(h))
+        counts.append(passes(h))
+    return objects(h), [(e.type, e.reason, e.key, e.message) for e in h.cluster.events], counts
+
+
+def h_pods(objects: dict, job: str) -> list[str]:
+    return [k for k, pod in objects["pods"].items() if pod["metadata"]["annotations"].get("volcano.sh/job-name") == job
+            and pod["status"]["phase"] not in ("Succeeded", "Failed")]
+
+
+def test_a_pass_after_a_settled_one_is_skipped():
+    """fastpath.settled_pass_skipped: the same objects and events with fewer state passes; b goes from Pending to
+    Running and on to Completed in one sync (the pass after Running is not skipped)."""
+    fast_objects, fast_events, fast = _lifecycles(skip=True)
+    slow_objects, slow_events, slow = _lifecycles(skip=False)
+    assert fast_objects == slow_objects and fast_events == slow_events
+    assert any(e[2] == "ns/b" and "Running -> Completed" in e[3] for e in fast_events)
+    assert any(e[2] == "ns/d" and "Aborting" in e[3] for e in fast_events)
+    assert any(e[2] == "ns/e" and "MinSuccessReached" in e[3] for e in fast_events) and not h_pods(fast_objects, "e")
+    assert fast[0] < slow[0] and fast[1] < slow[1] and sum(fast) < sum(slow)
+
+
+def test_podgroups_share_their_quantities():
+    """fastpath.podgroup_quantities_shared: PodGroups asking for the same amounts share the quantities read from
+    them; the PodGroups are the same as with each read on its own."""
+
+    def podgroups(shared: bool) -> Harness:
+        h = Harness(make_job("a"), make_job("b"))
+        with contextlib.nullcontext() if shared else fastpath.disabled("podgroup_quantities_shared"):
+            h.sync()
+        return h
+
+    fast, slow = podgroups(True), podgroups(False)
+    assert objects(fast)["podgroups"] == objects(slow)["podgroups"]
+    assert fast.pg("ns/a").spec.min_resources["cpu"] is fast.pg("ns/b").spec.min_resources["cpu"]
+    assert slow.pg("ns/a").spec.min_resources["cpu"] is not slow.pg("ns/b").spec.min_resources["cpu"]
+    assert fast.pg("ns/a").spec.min_resources["cpu"].raw == "2"

@@ -205,3 +205,13 @@ def test_unknown_plugin_is_skipped_with_one_warning():
     h.sync()
     assert len(h.events("PluginError")) == 1
     assert h.phase() == "Running"
+
+
+def test_uids_are_uuid5_of_the_seed():
+    """The controller's uids (made without UUID objects) are uuid5 of its namespace and the seed."""
+    import uuid
+
+    from magma.controller.job import _UID_NAMESPACE, _uuid5
+
+    for name in ("", "Pod/ns/j-worker-0/1", "PodGroup/ns/j-uid/123456", "ünïcode/✓"):
+        assert _uuid5(name) == str(uuid.uuid5(_UID_NAMESPACE, name))

@@ -134,3 +134,62 @@ def test_a_queue_applied_again_without_status_gets_its_counts_back():
     h.cluster.update(bare)
     h.sync()
     assert status(h, "team") == ("Open", {"pending": 0, "inqueue": 0, "running": 1, "unknown": 0, "completed": 0})
+
+
+def _queue_run(seed: int) -> tuple[list, int]:
+    """A random run of PodGroup moves, queue commands and re-applied queues; what the queues and events say after
+    every sync, and how many queues the syncs visited."""
+    import random
+
+    from magma.controller.queue import QueueController
+
+    rng = random.Random(seed)
+    names = ["org", "t1", "t2", "u"]
+    h = Harness(queue("org"), queue("t1", parent="org"), queue("t2", parent="org"), queue("u"),
+                *[podgroup(f"p{i}", rng.choice(names), "Pending") for i in range(8)])
+    visited = 0
+    original = QueueController._sync_queue
+
+    def counting(self, *args):
+        nonlocal visited
+        visited += 1
+        return original(self, *args)
+
+    QueueController._sync_queue = counting
+    seen = []
+    try:
+        for step in range(40):
+            r = rng.random()
+            if r < 0.6:
+                pg = h.state.podgroups[f"ns/p{rng.randrange(8)}"]
+                pg.status.phase = rng.choice(["Pending", "Inqueue", "Running", "Unknown", "Completed"])
+                if rng.random() < 0.2:
+                    pg.spec.queue = rng.choice(names)
+                h.cluster.mark_changed("PodGroup", pg.key)
+            elif r < 0.75:
+                h.command(rng.choice(["OpenQueue", "CloseQueue"]), target=rng.choice(names), kind="Queue",
+                          name=f"c{step}")
+            elif r < 0.8:
+                h.cluster.update(queue(rng.choice(names[1:3]), parent="org"))
+            h.sync()
+            seen.append(([(n, status(h, n), dict(h.state.queues[n].annotations)) for n in sorted(h.state.queues)],
+                         len(h.cluster.events)))
+        seen.append([(e.type, e.reason, e.key, e.message) for e in h.cluster.events])
+    finally:
+        QueueController._sync_queue = original
+    return seen, visited
+
+
+def test_visiting_only_recounted_queues_changes_nothing():
+    """fastpath.queue_sync_recounted: the same states, counts, annotations and events, with fewer queues visited."""
+    from magma.scheduler.framework import fastpath
+
+    fewer = 0
+    for seed in range(30):
+        fast, fast_visits = _queue_run(seed)
+        with fastpath.disabled("queue_sync_recounted"):
+            slow, slow_visits = _queue_run(seed)
+        assert fast == slow
+        assert fast_visits <= slow_visits
+        fewer += slow_visits - fast_visits
+    assert fewer > 0

@@ -212,6 +212,31 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   place and resources has its old figures taken out and its new ones put in only where they differ
   (`JobIndex._move`): integer sums, so q - r + r is q; taking out and putting in is still done where it would
   reorder a sum's resources or the resource counts, so every list and dict is left as the long way leaves it.
+- `queue_sync_recounted` (controller, with event_driven_controller): after such a quiet sync, when only PodGroup
+  counts moved since (no Command, no Queue read differently), the queue controller visits only the queues whose
+  counts moved, in the same name order, and every queue after the first that acts. Any other queue reads what it
+  read when it was last visited and left as it was (its state, annotation, counts, its PodGroups' phases, its
+  parent's state, since no queue acted before it in this sync): run, it would do nothing.
+- `light_podgroup_syncs` (controller, with event_driven_controller): a Pending or Running job named by writes of
+  its PodGroup alone since its last sync ended at a fixed point (the scheduler's status writes: conditions, a
+  phase), with no request (command, pod event, Unknown PodGroup, due action), is not taken through its state pass
+  again when the PodGroup still exists, is still Pending or still not, and its spec is what the job asks for: that
+  pass reads nothing else of the PodGroup, and everything else it reads is as when it wrote nothing. Nor are its
+  Job and pods looked at again (nothing was written to them: its memory of the pods matches them, and forgetting
+  the pods that sync deleted itself waits for the next full sync). The PodGroupPending event and the ttl are still
+  looked at.
+- `settled_pass_skipped` (controller): the job's state pass (Pending, Running, Restarting) is not run again after a
+  pass whose writes cannot change what it reads: no pod deletion was tried, the job has no plugins and its PodGroup
+  exists (made or set to what the job asks for). Run again, the pass would count the same pods (those it made
+  included) into the same status and take the same decisions; only its status update function may differ, when the
+  phase changed. The same function changed nothing the first time (a new job's first Pending keeps it); another is
+  tried on a copy of the status, and must leave the phase as it is. So for a finished job's pass (Completed, Failed,
+  Terminated, Aborted) that tried no pod deletion and ran no plugin: the next would find the same pods, the status
+  it wrote and no PodGroup. Requests handled in between that write anything make the pass run.
+- `podgroup_quantities_shared` (controller): the quantities of a PodGroup's minResources are read once per text and
+  shared by every PodGroup the controller makes or sets right, instead of being read for each (as
+  `fast_template_copy` shares a template's quantities with its pods): a quantity read from a text holds that text
+  and its value, and is never changed.
 """
 
 from __future__ import annotations
@@ -265,6 +290,10 @@ preempt_fit_once = True
 preempt_gang_bound = True
 pod_facts_kept = True
 index_moves_in_place = True
+queue_sync_recounted = True
+light_podgroup_syncs = True
+settled_pass_skipped = True
+podgroup_quantities_shared = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -275,7 +304,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept", "fast_template_copy",
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
-          "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place")
+          "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
+          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared")
 
 
 @contextmanager
