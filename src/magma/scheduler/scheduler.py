@@ -8,8 +8,8 @@ cluster, `magma scheduler` on a timer against Kubernetes.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -104,7 +104,7 @@ class Scheduler:
             index = self.cache.index
             if index is not None and index.usable(ssn):
                 ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
-        ssn.uid = uuid.uuid4().hex[:12]
+        ssn.uid = os.urandom(6).hex()  # (uuid4().hex[:12]: its first six bytes are random alike)
         for tier in tiers:
             for opt in tier:
                 cls = PLUGINS.get(opt.name)

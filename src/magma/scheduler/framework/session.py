@@ -127,6 +127,8 @@ class Session:
     # ---------------------------------------------------------------- registration
     def add_fn(self, point: str, plugin: str, fn: Callable) -> None:
         self._fns[point][plugin] = fn
+        if not self._enabled_cache:
+            return  # nothing derived yet (the plugins' opens): nothing to drop
         self._enabled_cache.pop(point, None)
         self._enabled_cache.pop((point, "flat"), None)
         self._enabled_cache.pop((point, "job_bounds"), None)

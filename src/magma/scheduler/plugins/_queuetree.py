@@ -94,6 +94,8 @@ def _kept(memo: Memo, res: Resources, fn) -> Resources:
 
 
 def no_pods(res: Resources) -> Resources:
+    if isinstance(res, Resources) and PODS not in res._v:
+        return res  # nothing to drop: the vector itself (the same amounts in the same order; vectors never change)
     return _kept(_NO_PODS, res, _no_pods)
 
 
@@ -127,6 +129,12 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
 
 def finite(res: Resources) -> Resources:
     """Drop unlimited dimensions (for reports)."""
+    if isinstance(res, Resources):
+        for v in res._v.values():
+            if v >= INF // 2:
+                break
+        else:
+            return res  # none to drop: the vector itself (the same amounts in the same order; vectors never change)
     return _kept(_FINITE, res, _finite)
 
 
@@ -277,8 +285,17 @@ def job_elastic(job: JobInfo, allocated: Resources | None = None) -> Resources:
 class QueueTree:
     """The queue hierarchy of a session. Children keep the order of `ssn.queues`."""
 
+    @classmethod
+    def of(cls, queues: dict[str, QueueInfo]) -> "QueueTree":
+        """`QueueTree(queues)`, or the tree made before from queues of the same names, in the same order, with the same
+        parents (all a tree reads); trees are never changed once made."""
+        key = tuple((name, q.parent) for name, q in queues.items())
+        got = _TREES.get(key)
+        if got is None:
+            got = _TREES.keep(key, cls(queues))
+        return got
+
     def __init__(self, queues: dict[str, QueueInfo]):
-        self.queues = queues
         self.virtual_root = ROOT not in queues
         self._parent: dict[str, str | None] = {ROOT: None}
         for name, q in queues.items():
@@ -297,6 +314,7 @@ class QueueTree:
                 seen.add(p)
                 p = self._parent.get(p, ROOT)
         self._ancestors: dict[str, tuple[str, ...]] = {}
+        self._divergence: dict[tuple[str, str], tuple[str, str]] = {}  # divergence's answers (the tree never changes)
         self._children: dict[str, list[str]] = {n: [] for n in self._parent}
         for name in queues:
             if name != ROOT:
@@ -345,6 +363,14 @@ class QueueTree:
         """The two siblings under the lowest common ancestor of a and b, on a's side and on b's side.
 
         When one queue is an ancestor of the other (or they are equal) the queues themselves are returned."""
+        got = self._divergence.get((a, b))
+        if got is None:
+            if len(self._divergence) > 4096:
+                self._divergence.clear()
+            got = self._divergence[(a, b)] = self._diverge(a, b)
+        return got
+
+    def _diverge(self, a: str, b: str) -> tuple[str, str]:
         pa, pb = self.path(a), self.path(b)
         i = 0
         while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
@@ -364,6 +390,9 @@ class QueueTree:
         if victim in other_path:  # victim is an ancestor of other (or the same queue)
             return [victim]
         return out
+
+
+_TREES = Memo(64)  # QueueTree.of's trees by the queues' names and parents
 
 
 # ---------------------------------------------------------------- queue attributes and water-filling

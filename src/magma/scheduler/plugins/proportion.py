@@ -281,21 +281,39 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
         got = _SKELETONS.keep(key, _skeleton(ssn, tree, dims, info, key[2], key[0]))
     skeleton, plan = got
     attrs = {n: _copy(at) for n, at in skeleton.items()}
+    # Each queue's four figures summed over the queues below it, as adding them one by one gives them
+    # (`_add_into`), without a vector per addition.
+    sums: dict[str, tuple[dict, ...]] = {}
     for qname in key[2]:
         if qname not in attrs:
             continue
-        alloc, req = index.queue_sum(qname, "allocated"), index.queue_sum(qname, "request")
-        inq, ela = index.queue_sum(qname, "inqueue"), index.queue_sum(qname, "elastic")
+        figures = [index.queue_sum(qname, f)._v for f in _SUMMED]
         for n in (qname, *tree.ancestors(qname)):
-            at = attrs[n]
-            at.allocated, at.request = at.allocated + alloc, at.request + req
-            at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
+            acc = sums.get(n)
+            if acc is None:
+                acc = sums[n] = ({}, {}, {}, {})
+            for into, v in zip(acc, figures):
+                _add_into(into, v)
+    for n, (alloc, req, inq, ela) in sums.items():
+        at = attrs[n]  # (the skeleton's figures are empty: the sums are the figures)
+        at.allocated, at.request = Resources._of(alloc), Resources._of(req)
+        at.inqueue, at.elastic = Resources._of(inq), Resources._of(ela)
     root = attrs[ROOT]
     root.deserved = root.real_capability
     for n, kids in plan:
         fill(attrs[n].deserved, [attrs[c] for c in kids])
     root.update_share()
     return attrs
+
+
+def _add_into(acc: dict[str, int], v: dict[str, int]) -> None:
+    """acc += v in place, with Resources.__add__'s result: the same amounts, names in the same order, zeros dropped."""
+    for k, q in v.items():
+        n = acc.get(k, 0) + q
+        if n:
+            acc[k] = n
+        else:
+            del acc[k]  # (present: q is not zero)
 
 
 # Water-fill results by their inputs (fastpath.proportion_memo): between sessions the queues' figures often come back
@@ -334,7 +352,7 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.tree = QueueTree(ssn.queues)
+        self.tree = QueueTree.of(ssn.queues)
         self.attrs = build_attrs(ssn, self.tree)
         ssn.add_fn("queue_order", NAME, self.queue_order)
         ssn.add_fn("overused", NAME, self.overused)
@@ -348,7 +366,19 @@ class ProportionPlugin:
     # ---------------------------------------------------------------- helpers
     def chain(self, queue: str) -> list[QueueAttr]:
         """The queue and its ancestors below root that take part, nearest first."""
-        return [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT]
+        return list(self._chain(queue))
+
+    _chains: "dict[str, tuple[QueueAttr, ...]] | None" = None  # chain()'s answers (the taking-part queues are fixed)
+
+    def _chain(self, queue: str) -> tuple[QueueAttr, ...]:
+        chains = self._chains
+        if chains is None:
+            chains = self._chains = {}
+        got = chains.get(queue)
+        if got is None:
+            got = chains[queue] = tuple(
+                self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT)
+        return got
 
     _paths: "dict[str, list[QueueAttr]] | None" = None  # per queue: its attrs and its ancestors', root included
 
@@ -511,7 +541,7 @@ class ProportionPlugin:
         if not has_min_resources(job):
             return PERMIT
         need = job_min_resources(job)
-        chain = self.chain(queue.name)
+        chain = self._chain(queue.name)
         if fastpath.enqueue_verdicts_kept:
             # (need's names in their order: the reason lists the resources in that order)
             key = (tuple(need.items()),
