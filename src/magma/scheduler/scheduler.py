@@ -301,14 +301,30 @@ def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]
     """Each queue's allocation plus its descendants', as quantities."""
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
-        total = allocated[name]
+        parts = [allocated[name]]
         stack = list(q.children)
         while stack:
             child = stack.pop()
-            total = total + allocated.get(child, type(total)())
+            got = allocated.get(child)
+            if got is not None:
+                parts.append(got)
             stack.extend(ssn.queues[child].children if child in ssn.queues else [])
-        out[name] = {"allocated": total.to_quantities()}
+        # (the same amounts as adding them one by one; the quantities list the names sorted)
+        total = parts[0] if len(parts) == 1 else Resources.sum(parts)
+        out[name] = {"allocated": dict(_quantities(total))}
     return out
+
+
+# Resources.to_quantities by the vector (a pure function of its amounts, names sorted): queue allocations come back
+# to values seen before. Callers get copies.
+_QUANTITIES = Memo(1024)
+
+
+def _quantities(res: Resources) -> dict[str, str]:
+    got = _QUANTITIES.get(res)
+    if got is None:
+        got = _QUANTITIES.keep(res, res.to_quantities())
+    return got
 
 
 # ---------------------------------------------------------------------- the job index (fastpath.job_index)

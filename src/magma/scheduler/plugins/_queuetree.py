@@ -135,7 +135,18 @@ def finite(res: Resources) -> Resources:
                 break
         else:
             return res  # none to drop: the vector itself (the same amounts in the same order; vectors never change)
+        got = _FINITE_OF.get(id(res))  # the same vector as before (a queue's capability, session after session)
+        if got is not None and got[0] is res:
+            return got[1]
+        if len(_FINITE_OF) >= 1024:
+            _FINITE_OF.clear()
+        answer = _kept(_FINITE, res, _finite)
+        _FINITE_OF[id(res)] = (res, answer)  # (holding the vector: its id stays its own)
+        return answer
     return _kept(_FINITE, res, _finite)
+
+
+_FINITE_OF: dict[int, tuple[Resources, Resources]] = {}  # id of a vector -> (the vector, finite's answer)
 
 
 def _finite(res: Resources) -> Resources:

@@ -595,8 +595,10 @@ def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | 
     and reservations: (the job's reason, the event's message); () when none."""
     dims = requested_dims(need)
     for at in chain:
-        future = need + at.allocated + at.inqueue - at.elastic
-        bad = exceeding_on(future, at.real_capability, dims)
+        # exceeding_on(need + allocated + inqueue - elastic, realCapability, dims), in plain ints per resource
+        alloc, inq, ela, real = at.allocated._v, at.inqueue._v, at.elastic._v, at.real_capability._v
+        bad = [k for k in dims
+               if need[k] + alloc.get(k, 0) + inq.get(k, 0) - ela.get(k, 0) > real.get(k, 0)]
         if bad:
             reason = quota_reason(at, need, bad)
             return reason, ("queue resource quota insufficient: " + ", ".join(f"insufficient {r}" for r in bad)
