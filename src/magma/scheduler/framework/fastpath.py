@@ -182,6 +182,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   weights themselves rather than from Fraction(w, W) reduced to lowest terms (the same rational: the same floor);
   and the trim after the rounds, which rebuilds every deserved unchanged when no dimension's sum exceeds the pool,
   is skipped then (checked on the members' deserved as they are).
+- `water_fill_columns` (proportion, with water_fill_lean): when the pool and every member's realCapability, request
+  and floor hold positive amounts only, the rounds run on one list of amounts per member, a column per resource
+  (absent = 0): no amount ever goes below 0, so no dict step drops a zero or meets a negative limit, and each step
+  is the same per column (weighted part, min with realCapability and request, max with the floor, the met test,
+  the remaining pool). The amounts are the same; a deserved vector may list its resources in another order, which
+  nothing reads (Resources compare and hash by amounts; reports and reasons sort the names).
 - `proportion_skeleton` (proportion's open, with proportion_memo, proportion_open_lean and the job index): when the
   whole set of figures is not kept, what the build makes before summing the jobs (each taking-part queue's
   weight, priority, guarantees, capability, realCapability and floor, and which parents' fills to run in which
@@ -249,6 +255,7 @@ water_fill_lean = True
 proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
+water_fill_columns = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -259,7 +266,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "proportion_open_lean", "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept",
           "fast_template_copy", "job_defaults_check", "queue_counts_settle", "preempt_vote_bound",
           "preempt_job_quota", "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton",
-          "preempt_figures_memo", "preempt_fit_once")
+          "preempt_figures_memo", "preempt_fit_once", "water_fill_columns")
 
 
 @contextmanager

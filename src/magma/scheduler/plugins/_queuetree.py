@@ -521,6 +521,9 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
     floors = [m.floor._v for m in members]
     weights = [m.weight for m in members]
     lean = fastpath.water_fill_lean
+    if lean and fastpath.water_fill_columns and _positive(remaining, caps, requests, floors):
+        _fill_columns(pool, members, max_rounds)
+        return
     for _ in range(max_rounds):
         weight = sum(w for w, done in zip(weights, met) if not done)
         if weight <= 0:
@@ -575,6 +578,74 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
             break
     for m, d in zip(members, deserved):
         m.deserved = Resources._of(d)
+
+
+def _positive(remaining: dict[str, int], *vectors: list[dict[str, int]]) -> bool:
+    """Whether every amount of the pool and of the members' limits, requests and floors is positive."""
+    return all(v > 0 for v in remaining.values()) and all(v > 0 for vs in vectors for d in vs for v in d.values())
+
+
+def _fill_columns(pool: Resources, members: list[QueueAttr], max_rounds: int) -> None:
+    """`_fill_ints`'s rounds (lean) over one list of amounts per member, a column per resource (absent = 0), when
+    every input amount is positive (fastpath.water_fill_columns). Then every amount stays >= 0 and each dict step is
+    one step per column: the weighted part added, min with the real capability and the request (a name either lacks
+    is 0), max with the floor; "met" when the request fits or nothing changed; the remaining pool plus what the
+    members gave back minus what they took, at least 0. Only the order in which a deserved vector lists its
+    resources may differ from the dict steps' (Resources compare and hash by amounts)."""
+    dims = list(pool._v)
+    seen = set(dims)
+    for m in members:
+        for v in (m.real_capability._v, m.request._v, m.floor._v):
+            for k in v:
+                if k not in seen:
+                    seen.add(k)
+                    dims.append(k)
+    columns = range(len(dims))
+    remaining = [pool._v.get(k, 0) for k in dims]
+    caps = [[m.real_capability._v.get(k, 0) for k in dims] for m in members]
+    requests = [[m.request._v.get(k, 0) for k in dims] for m in members]
+    floors = [[m.floor._v.get(k, 0) for k in dims] for m in members]
+    weights = [m.weight for m in members]
+    n = len(members)
+    deserved = [[0] * len(dims) for _ in range(n)]
+    met = [False] * n
+    for _ in range(max_rounds):
+        weight = sum(w for w, done in zip(weights, met) if not done)
+        if weight <= 0:
+            break
+        increased = [0] * len(dims)
+        decreased = [0] * len(dims)
+        for i in range(n):
+            if met[i]:
+                continue
+            w, old, cap, req, floor = weights[i], deserved[i], caps[i], requests[i], floors[i]
+            new = []
+            fits = True
+            for j in columns:
+                x = old[j] + (remaining[j] * w) // weight
+                if x > cap[j]:
+                    x = cap[j]
+                if x > req[j]:
+                    x = req[j]
+                if x < floor[j]:
+                    x = floor[j]
+                new.append(x)
+                if req[j] > x:
+                    fits = False
+                delta = x - old[j]
+                if delta > 0:
+                    increased[j] += delta
+                elif delta < 0:
+                    decreased[j] -= delta
+            deserved[i] = new
+            if fits or new == old:
+                met[i] = True
+        before = remaining
+        remaining = [max(remaining[j] + decreased[j] - increased[j], 0) for j in columns]
+        if not any(remaining) or remaining == before:
+            break
+    for m, d in zip(members, deserved):
+        m.deserved = Resources._of({k: v for k, v in zip(dims, d) if v})
 
 
 def _trim(pool: Resources, members: list[QueueAttr]) -> None:
