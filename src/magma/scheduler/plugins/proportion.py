@@ -239,9 +239,10 @@ _SKELETONS = Memo(256)  # key -> (figures before the sums, the fills' plan: pare
 
 
 def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
-              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list]:
+              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list, list]:
     """The taking-part queues' figures before the sums (lean, as _build_attrs makes them, realCapability and floor
-    set), and the fills to run top-down: (parent, its taking-part children)."""
+    set), the fills to run top-down: (parent, its taking-part children), and the sums to make: (the queues with jobs
+    whose figures a queue adds up, in the order they are added; the queues adding up those same ones)."""
     guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
     taking_part = {ROOT}
@@ -269,7 +270,15 @@ def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, Que
             kids = tuple(c for c in tree.children(n) if c in attrs)
             if kids:
                 plan.append((n, kids))
-    return attrs, plan
+    sources: dict[str, list[str]] = {}
+    for q in queues_with_jobs:
+        if q in attrs:
+            for n in (q, *tree.ancestors(q)):
+                sources.setdefault(n, []).append(q)
+    sums: dict[tuple[str, ...], list[str]] = {}
+    for n, added in sources.items():
+        sums.setdefault(tuple(added), []).append(n)
+    return attrs, plan, list(sums.items())
 
 
 def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
@@ -279,25 +288,27 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
     got = _SKELETONS.get(key)
     if got is None:
         got = _SKELETONS.keep(key, _skeleton(ssn, tree, dims, info, key[2], key[0]))
-    skeleton, plan = got
+    skeleton, plan, sums = got
     attrs = {n: _copy(at) for n, at in skeleton.items()}
-    # Each queue's four figures summed over the queues below it, as adding them one by one gives them
-    # (`_add_into`), without a vector per addition.
-    sums: dict[str, tuple[dict, ...]] = {}
-    for qname in key[2]:
-        if qname not in attrs:
-            continue
-        figures = [index.queue_sum(qname, f)._v for f in _SUMMED]
-        for n in (qname, *tree.ancestors(qname)):
-            acc = sums.get(n)
-            if acc is None:
-                acc = sums[n] = ({}, {}, {}, {})
-            for into, v in zip(acc, figures):
-                _add_into(into, v)
-    for n, (alloc, req, inq, ela) in sums.items():
-        at = attrs[n]  # (the skeleton's figures are empty: the sums are the figures)
-        at.allocated, at.request = Resources._of(alloc), Resources._of(req)
-        at.inqueue, at.elastic = Resources._of(inq), Resources._of(ela)
+    # Each queue's four figures: those of the queues with jobs at or below it, added one by one (in the order of
+    # `key[2]`) to the skeleton's empty ones. Queues adding up the same queues get the same vectors, made once: one
+    # queue's own (empty + v is v), or several summed by `_add_into`, without a vector per addition.
+    figures: dict[str, list[Resources]] = {}
+    for added, queues in sums:
+        for q in added:
+            if q not in figures:
+                figures[q] = [index.queue_sum(q, f) for f in _SUMMED]
+        if len(added) == 1:
+            alloc, req, inq, ela = figures[added[0]]
+        else:
+            acc: tuple[dict[str, int], ...] = ({}, {}, {}, {})
+            for q in added:
+                for into, v in zip(acc, figures[q]):
+                    _add_into(into, v._v)
+            alloc, req, inq, ela = (Resources._of(d) for d in acc)
+        for n in queues:
+            at = attrs[n]  # (vectors never change: queues may share them)
+            at.allocated, at.request, at.inqueue, at.elastic = alloc, req, inq, ela
     root = attrs[ROOT]
     root.deserved = root.real_capability
     for n, kids in plan:
