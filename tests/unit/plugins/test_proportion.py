@@ -429,6 +429,14 @@ def test_water_fill_never_hands_out_more_than_the_pool(members, pool):
             assert m.deserved[GPU] >= m.floor[GPU]
 
 
+def _filled(members: list[tuple], pool: dict) -> list[QueueAttr]:
+    """Members (weight, realCapability, request, floor) water-filled from `pool`."""
+    ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
+                    floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
+    water_fill(Resources(pool), ms)
+    return ms
+
+
 _AMOUNT = st.integers(-3, 400).map(lambda v: v * 250)  # some negative, zero (absent) and uneven amounts
 _VECTOR = st.dictionaries(st.sampled_from(["cpu", "memory", GPU]), _AMOUNT, max_size=3)
 
@@ -440,10 +448,7 @@ def test_water_fill_in_ints_gives_the_resources_arithmetic_answer(members, pool)
     from magma.scheduler.framework import fastpath
 
     def fill() -> list[tuple]:
-        ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
-                        floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
-        water_fill(Resources(pool), ms)
-        return [(list(m.deserved.items()), m.share) for m in ms]
+        return [(list(m.deserved.items()), m.share) for m in _filled(members, pool)]
 
     with fastpath.disabled("water_fill_ints", "water_fill_lean"):
         plain = fill()
@@ -467,10 +472,7 @@ def test_water_fill_by_columns_gives_the_same_amounts(members, pool):
     from magma.scheduler.plugins import _queuetree
 
     def fill() -> list[tuple]:
-        ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
-                        floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
-        water_fill(Resources(pool), ms)
-        return [(sorted(m.deserved.items()), m.share) for m in ms]
+        return [(sorted(m.deserved.items()), m.share) for m in _filled(members, pool)]
 
     with fastpath.disabled("water_fill_columns"):
         plain = fill()
