@@ -9,8 +9,8 @@ simulator's report (seed pitfall 8: a gang failure always has a clear hint).
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections import Counter
+from typing import Any
 
 import numpy as np
 

@@ -235,7 +235,8 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
 
 # What _build_attrs makes before it sums the jobs, by what that reads (fastpath.proportion_skeleton): the queue bounds'
 # inputs (the tree included), the queues' weights and priorities, and the queues holding jobs.
-_SKELETONS = Memo(256)  # key -> (figures before the sums, the fills' plan: parent and children, top-down)
+# key -> (figures before the sums, the fills' plan: parent and children, top-down; the sums' plan)
+_SKELETONS = Memo(256)
 
 
 def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
