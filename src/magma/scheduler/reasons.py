@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -92,9 +93,9 @@ def queue_figures(ssn: Session, names: list[str] | None = None) -> dict[str, dic
     if isinstance(shares, dict) and shares:
         return shares
     out: dict[str, dict] = {}
-    for p in getattr(ssn, "plugins", {}).values():
-        report_of = getattr(p, "report_of", None) if names is not None else None
-        if callable(report_of):
+    for report_of, report in _figure_sources(ssn):
+        report_of = report_of if names is not None else None
+        if report_of is not None:
             for name in names:
                 try:
                     got = report_of(name)
@@ -103,8 +104,7 @@ def queue_figures(ssn: Session, names: list[str] | None = None) -> dict[str, dic
                 if isinstance(got, dict):
                     out[name] = got
             continue
-        report = getattr(p, "report", None)
-        if callable(report):
+        if report is not None:
             try:
                 got = report()
             except Exception:  # a plugin's report must never break a reason
@@ -112,6 +112,24 @@ def queue_figures(ssn: Session, names: list[str] | None = None) -> dict[str, dic
             if isinstance(got, dict):
                 out.update({k: v for k, v in got.items() if isinstance(v, dict)})
     return out
+
+
+def _figure_sources(ssn: Session) -> list[tuple[Any, Any]]:
+    """Per plugin of the session, its `report_of` and `report` (each None when it has none callable), in the
+    plugins' order; kept on the session for as many plugins as it has (they are only ever added)."""
+    plugins = getattr(ssn, "plugins", {})
+    kept = getattr(ssn, "_figure_sources", None)
+    if kept is not None and kept[0] == len(plugins):
+        return kept[1]
+    sources = []
+    for p in plugins.values():
+        report_of, report = getattr(p, "report_of", None), getattr(p, "report", None)
+        sources.append((report_of if callable(report_of) else None, report if callable(report) else None))
+    try:
+        ssn._figure_sources = (len(plugins), sources)
+    except AttributeError:  # a session stand-in without attributes of its own
+        pass
+    return sources
 
 
 def _res(fig: dict | None, key: str) -> Resources | None:

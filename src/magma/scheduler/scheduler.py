@@ -8,8 +8,8 @@ cluster, `magma scheduler` on a timer against Kubernetes.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -104,7 +104,7 @@ class Scheduler:
             index = self.cache.index
             if index is not None and index.usable(ssn):
                 ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
-        ssn.uid = uuid.uuid4().hex[:12]
+        ssn.uid = os.urandom(6).hex()  # (uuid4().hex[:12]: its first six bytes are random alike)
         for tier in tiers:
             for opt in tier:
                 cls = PLUGINS.get(opt.name)
@@ -160,7 +160,7 @@ def close_session(ssn: Session, result: SessionResult) -> None:
         fields = _status_fields(ssn, job)
         result.phases[job.key] = fields[0]
         # The status object is made only when it is written (most sessions change few PodGroups).
-        if job.podgroup is not None and ssn.cluster is not None and _pg_key(job) != _fields_key(fields):
+        if job.podgroup is not None and ssn.cluster is not None and not _status_holds(job.podgroup.status, fields):
             ssn.cluster.update_podgroup_status(job.key, _status(fields))
     result.queue_status = queue_status(ssn)
     result.queue_shares = dict(getattr(ssn, "queue_shares", {}) or {})
@@ -186,9 +186,10 @@ def _status_fields(ssn: Session, job: JobInfo) -> tuple[str, list, int, int, int
 
 def _fields(job: JobInfo, uid: str | None) -> tuple[str, list, int, int, int]:
     """`_status_fields` for the session `uid` (None: a session that set no condition yet)."""
-    conditions = list(job.podgroup.status.conditions) if job.podgroup is not None else []
     if job.conditions is not None:
         conditions = job.conditions
+    else:
+        conditions = list(job.podgroup.status.conditions) if job.podgroup is not None else []
     unschedulable_now = uid is not None and any(
         c.type == "Unschedulable" and c.status == "True" and c.transition_id == uid for c in conditions
     )
@@ -212,26 +213,24 @@ def _close_counts(job: JobInfo) -> tuple[int, int, int, int, int]:
     return (job.count(_RUNNING), scheduled, job.count(_FINISHED), job.count(_SUCCEEDED), job.count(_FAILED))
 
 
-def _pg_key(job: JobInfo) -> tuple:
-    return _key(job.podgroup.status)
+def _status_holds(status: PodGroupStatus, fields: tuple[str, list, int, int, int]) -> bool:
+    """Whether the PodGroup's status already reads as `fields` (the phase, the counts, and the conditions' type, status,
+    reason and message in order): then close writes nothing. The counts are compared first."""
+    phase, conditions, running, succeeded, failed = fields
+    if (status.phase, status.running, status.succeeded, status.failed) != (phase, running, succeeded, failed):
+        return False
+    have = status.conditions
+    if len(have) != len(conditions):
+        return False
+    for a, b in zip(have, conditions):
+        if a is not b and (a.type, a.status, a.reason, a.message) != (b.type, b.status, b.reason, b.message):
+            return False
+    return True
 
 
 def _status(fields: tuple[str, list, int, int, int]) -> PodGroupStatus:
     phase, conditions, running, succeeded, failed = fields
     return PodGroupStatus(phase=phase, conditions=conditions, running=running, succeeded=succeeded, failed=failed)
-
-
-def _fields_key(fields: tuple[str, list, int, int, int]) -> tuple:
-    phase, conditions, running, succeeded, failed = fields
-    return (phase, running, succeeded, failed, [(c.type, c.status, c.reason, c.message) for c in conditions])
-
-
-def _key(s: PodGroupStatus) -> tuple:
-    return (s.phase, s.running, s.succeeded, s.failed, [(c.type, c.status, c.reason, c.message) for c in s.conditions])
-
-
-def _changed(old: PodGroupStatus, new: PodGroupStatus) -> bool:
-    return _key(old) != _key(new)
 
 
 def condition_current(job: JobInfo, type_: str, reason: str, message: str) -> bool:
@@ -301,14 +300,30 @@ def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]
     """Each queue's allocation plus its descendants', as quantities."""
     out: dict[str, dict] = {}
     for name, q in ssn.queues.items():
-        total = allocated[name]
+        parts = [allocated[name]]
         stack = list(q.children)
         while stack:
             child = stack.pop()
-            total = total + allocated.get(child, type(total)())
+            got = allocated.get(child)
+            if got is not None:
+                parts.append(got)
             stack.extend(ssn.queues[child].children if child in ssn.queues else [])
-        out[name] = {"allocated": total.to_quantities()}
+        # (the same amounts as adding them one by one; the quantities list the names sorted)
+        total = parts[0] if len(parts) == 1 else Resources.sum(parts)
+        out[name] = {"allocated": dict(_quantities(total))}
     return out
+
+
+# Resources.to_quantities by the vector (a pure function of its amounts, names sorted): queue allocations come back
+# to values seen before. Callers get copies.
+_QUANTITIES = Memo(1024)
+
+
+def _quantities(res: Resources) -> dict[str, str]:
+    got = _QUANTITIES.get(res)
+    if got is None:
+        got = _QUANTITIES.keep(res, res.to_quantities())
+    return got
 
 
 # ---------------------------------------------------------------------- the job index (fastpath.job_index)
@@ -343,6 +358,6 @@ def quiet_phase(job: JobInfo) -> str | None:
     if job.conditions is not None or job.reason or not condition_current(job, "Scheduled", SCHEDULED_REASON, ""):
         return None
     fields = _fields(job, None)
-    if _pg_key(job) != _fields_key(fields):
+    if not _status_holds(job.podgroup.status, fields):
         return None
     return fields[0]

@@ -429,6 +429,14 @@ def test_water_fill_never_hands_out_more_than_the_pool(members, pool):
             assert m.deserved[GPU] >= m.floor[GPU]
 
 
+def _filled(members: list[tuple], pool: dict) -> list[QueueAttr]:
+    """Members (weight, realCapability, request, floor) water-filled from `pool`."""
+    ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
+                    floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
+    water_fill(Resources(pool), ms)
+    return ms
+
+
 _AMOUNT = st.integers(-3, 400).map(lambda v: v * 250)  # some negative, zero (absent) and uneven amounts
 _VECTOR = st.dictionaries(st.sampled_from(["cpu", "memory", GPU]), _AMOUNT, max_size=3)
 
@@ -440,13 +448,39 @@ def test_water_fill_in_ints_gives_the_resources_arithmetic_answer(members, pool)
     from magma.scheduler.framework import fastpath
 
     def fill() -> list[tuple]:
-        ms = [QueueAttr(name=f"q{i}", weight=w, real_capability=Resources(cap), request=Resources(req),
-                        floor=Resources(floor)) for i, (w, cap, req, floor) in enumerate(members)]
-        water_fill(Resources(pool), ms)
-        return [(list(m.deserved.items()), m.share) for m in ms]
+        return [(list(m.deserved.items()), m.share) for m in _filled(members, pool)]
 
     with fastpath.disabled("water_fill_ints", "water_fill_lean"):
         plain = fill()
     with fastpath.disabled("water_fill_lean"):  # fastpath.water_fill_lean: no Fraction, no trim without overshoot
         assert fill() == plain
-    assert fill() == plain
+    with fastpath.disabled("water_fill_columns"):
+        assert fill() == plain
+    # fastpath.water_fill_columns: the same amounts and shares (a vector may list its names in another order)
+    assert [(sorted(d), share) for d, share in fill()] == [(sorted(d), share) for d, share in plain]
+
+
+_POSITIVE = st.dictionaries(st.sampled_from(["cpu", "memory", GPU, "pods"]), st.integers(1, 400).map(lambda v: v * 250),
+                            max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), _POSITIVE, _POSITIVE, _POSITIVE), min_size=1, max_size=6), _POSITIVE)
+def test_water_fill_by_columns_gives_the_same_amounts(members, pool):
+    """fastpath.water_fill_columns, taken for positive amounts only: the amounts and shares of the dict steps."""
+    from magma.scheduler.framework import fastpath
+    from magma.scheduler.plugins import _queuetree
+
+    def fill() -> list[tuple]:
+        return [(sorted(m.deserved.items()), m.share) for m in _filled(members, pool)]
+
+    with fastpath.disabled("water_fill_columns"):
+        plain = fill()
+    taken = []
+    columns = _queuetree._fill_columns
+    _queuetree._fill_columns = lambda *a: taken.append(1) or columns(*a)
+    try:
+        assert fill() == plain
+    finally:
+        _queuetree._fill_columns = columns
+    assert taken == [1]

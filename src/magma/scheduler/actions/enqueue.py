@@ -46,9 +46,10 @@ def enqueue(ssn: Session, arguments: dict) -> None:
 
     work: RunningWork | None = None
     plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
-    jobs = sorted_by_uid(session_jobs(ssn))
+    jobs = list(session_jobs(ssn))
     if fastpath.enqueue_idle and not any(job.is_pending() and job.queue in ssn.queues for job in jobs):
         return  # no job to consider: the loop below would only order the queues (fastpath.enqueue_idle)
+    jobs = sorted_by_uid(jobs)
 
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
     seen: set[str] = set()

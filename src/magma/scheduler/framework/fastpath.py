@@ -237,6 +237,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   shared by every PodGroup the controller makes or sets right, instead of being read for each (as
   `fast_template_copy` shares a template's quantities with its pods): a quantity read from a text holds that text
   and its value, and is never changed.
+- `water_fill_columns` (proportion, with water_fill_lean): when the pool and every member's realCapability, request
+  and floor hold positive amounts only, the rounds run on one list of amounts per member, a column per resource
+  (absent = 0): no amount ever goes below 0, so no dict step drops a zero or meets a negative limit, and each step
+  is the same per column (weighted part, min with realCapability and request, max with the floor, the met test,
+  the remaining pool). The amounts are the same; a deserved vector may list its resources in another order, which
+  nothing reads (Resources compare and hash by amounts; reports and reasons sort the names).
 """
 
 from __future__ import annotations
@@ -294,6 +300,7 @@ queue_sync_recounted = True
 light_podgroup_syncs = True
 settled_pass_skipped = True
 podgroup_quantities_shared = True
+water_fill_columns = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -305,7 +312,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
-          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared")
+          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns")
 
 
 @contextmanager

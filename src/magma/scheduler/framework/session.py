@@ -127,6 +127,8 @@ class Session:
     # ---------------------------------------------------------------- registration
     def add_fn(self, point: str, plugin: str, fn: Callable) -> None:
         self._fns[point][plugin] = fn
+        if not self._enabled_cache:
+            return  # nothing derived yet (the plugins' opens): nothing to drop
         self._enabled_cache.pop(point, None)
         self._enabled_cache.pop((point, "flat"), None)
         self._enabled_cache.pop((point, "job_bounds"), None)
@@ -193,6 +195,9 @@ class Session:
                     for tier in self._enabled("job_order") for _, fn in tier]
             if any(k is None for k in keys):
                 got = (None,)
+            elif len(keys) == 3:  # (the seed configuration's priority, gang and drf, without a loop per job)
+                k1, k2, k3 = keys
+                got = (lambda j: (k1(j), k2(j), k3(j), j.creation, j.uid),)
             else:
                 def key(j: JobInfo, keys=tuple(keys)) -> tuple:
                     return (*(k(j) for k in keys), j.creation, j.uid)

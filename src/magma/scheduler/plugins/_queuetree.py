@@ -94,6 +94,8 @@ def _kept(memo: Memo, res: Resources, fn) -> Resources:
 
 
 def no_pods(res: Resources) -> Resources:
+    if isinstance(res, Resources) and PODS not in res._v:
+        return res  # nothing to drop: the vector itself (the same amounts in the same order; vectors never change)
     return _kept(_NO_PODS, res, _no_pods)
 
 
@@ -127,7 +129,24 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
 
 def finite(res: Resources) -> Resources:
     """Drop unlimited dimensions (for reports)."""
+    if isinstance(res, Resources):
+        for v in res._v.values():
+            if v >= INF // 2:
+                break
+        else:
+            return res  # none to drop: the vector itself (the same amounts in the same order; vectors never change)
+        got = _FINITE_OF.get(id(res))  # the same vector as before (a queue's capability, session after session)
+        if got is not None and got[0] is res:
+            return got[1]
+        if len(_FINITE_OF) >= 1024:
+            _FINITE_OF.clear()
+        answer = _kept(_FINITE, res, _finite)
+        _FINITE_OF[id(res)] = (res, answer)  # (holding the vector: its id stays its own)
+        return answer
     return _kept(_FINITE, res, _finite)
+
+
+_FINITE_OF: dict[int, tuple[Resources, Resources]] = {}  # id of a vector -> (the vector, finite's answer)
 
 
 def _finite(res: Resources) -> Resources:
@@ -277,8 +296,17 @@ def job_elastic(job: JobInfo, allocated: Resources | None = None) -> Resources:
 class QueueTree:
     """The queue hierarchy of a session. Children keep the order of `ssn.queues`."""
 
+    @classmethod
+    def of(cls, queues: dict[str, QueueInfo]) -> "QueueTree":
+        """`QueueTree(queues)`, or the tree made before from queues of the same names, in the same order, with the same
+        parents (all a tree reads); trees are never changed once made."""
+        key = tuple((name, q.parent) for name, q in queues.items())
+        got = _TREES.get(key)
+        if got is None:
+            got = _TREES.keep(key, cls(queues))
+        return got
+
     def __init__(self, queues: dict[str, QueueInfo]):
-        self.queues = queues
         self.virtual_root = ROOT not in queues
         self._parent: dict[str, str | None] = {ROOT: None}
         for name, q in queues.items():
@@ -297,6 +325,7 @@ class QueueTree:
                 seen.add(p)
                 p = self._parent.get(p, ROOT)
         self._ancestors: dict[str, tuple[str, ...]] = {}
+        self._divergence: dict[tuple[str, str], tuple[str, str]] = {}  # divergence's answers (the tree never changes)
         self._children: dict[str, list[str]] = {n: [] for n in self._parent}
         for name in queues:
             if name != ROOT:
@@ -345,6 +374,14 @@ class QueueTree:
         """The two siblings under the lowest common ancestor of a and b, on a's side and on b's side.
 
         When one queue is an ancestor of the other (or they are equal) the queues themselves are returned."""
+        got = self._divergence.get((a, b))
+        if got is None:
+            if len(self._divergence) > 4096:
+                self._divergence.clear()
+            got = self._divergence[(a, b)] = self._diverge(a, b)
+        return got
+
+    def _diverge(self, a: str, b: str) -> tuple[str, str]:
         pa, pb = self.path(a), self.path(b)
         i = 0
         while i < len(pa) and i < len(pb) and pa[i] == pb[i]:
@@ -364,6 +401,9 @@ class QueueTree:
         if victim in other_path:  # victim is an ancestor of other (or the same queue)
             return [victim]
         return out
+
+
+_TREES = Memo(64)  # QueueTree.of's trees by the queues' names and parents
 
 
 # ---------------------------------------------------------------- queue attributes and water-filling
@@ -481,6 +521,9 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
     floors = [m.floor._v for m in members]
     weights = [m.weight for m in members]
     lean = fastpath.water_fill_lean
+    if lean and fastpath.water_fill_columns and _positive(remaining, caps, requests, floors):
+        _fill_columns(pool, members, max_rounds)
+        return
     for _ in range(max_rounds):
         weight = sum(w for w, done in zip(weights, met) if not done)
         if weight <= 0:
@@ -535,6 +578,74 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
             break
     for m, d in zip(members, deserved):
         m.deserved = Resources._of(d)
+
+
+def _positive(remaining: dict[str, int], *vectors: list[dict[str, int]]) -> bool:
+    """Whether every amount of the pool and of the members' limits, requests and floors is positive."""
+    return all(v > 0 for v in remaining.values()) and all(v > 0 for vs in vectors for d in vs for v in d.values())
+
+
+def _fill_columns(pool: Resources, members: list[QueueAttr], max_rounds: int) -> None:
+    """`_fill_ints`'s rounds (lean) over one list of amounts per member, a column per resource (absent = 0), when
+    every input amount is positive (fastpath.water_fill_columns). Then every amount stays >= 0 and each dict step is
+    one step per column: the weighted part added, min with the real capability and the request (a name either lacks
+    is 0), max with the floor; "met" when the request fits or nothing changed; the remaining pool plus what the
+    members gave back minus what they took, at least 0. Only the order in which a deserved vector lists its
+    resources may differ from the dict steps' (Resources compare and hash by amounts)."""
+    dims = list(pool._v)
+    seen = set(dims)
+    for m in members:
+        for v in (m.real_capability._v, m.request._v, m.floor._v):
+            for k in v:
+                if k not in seen:
+                    seen.add(k)
+                    dims.append(k)
+    columns = range(len(dims))
+    remaining = [pool._v.get(k, 0) for k in dims]
+    caps = [[m.real_capability._v.get(k, 0) for k in dims] for m in members]
+    requests = [[m.request._v.get(k, 0) for k in dims] for m in members]
+    floors = [[m.floor._v.get(k, 0) for k in dims] for m in members]
+    weights = [m.weight for m in members]
+    n = len(members)
+    deserved = [[0] * len(dims) for _ in range(n)]
+    met = [False] * n
+    for _ in range(max_rounds):
+        weight = sum(w for w, done in zip(weights, met) if not done)
+        if weight <= 0:
+            break
+        increased = [0] * len(dims)
+        decreased = [0] * len(dims)
+        for i in range(n):
+            if met[i]:
+                continue
+            w, old, cap, req, floor = weights[i], deserved[i], caps[i], requests[i], floors[i]
+            new = []
+            fits = True
+            for j in columns:
+                x = old[j] + (remaining[j] * w) // weight
+                if x > cap[j]:
+                    x = cap[j]
+                if x > req[j]:
+                    x = req[j]
+                if x < floor[j]:
+                    x = floor[j]
+                new.append(x)
+                if req[j] > x:
+                    fits = False
+                delta = x - old[j]
+                if delta > 0:
+                    increased[j] += delta
+                elif delta < 0:
+                    decreased[j] -= delta
+            deserved[i] = new
+            if fits or new == old:
+                met[i] = True
+        before = remaining
+        remaining = [max(remaining[j] + decreased[j] - increased[j], 0) for j in columns]
+        if not any(remaining) or remaining == before:
+            break
+    for m, d in zip(members, deserved):
+        m.deserved = Resources._of({k: v for k, v in zip(dims, d) if v})
 
 
 def _trim(pool: Resources, members: list[QueueAttr]) -> None:

@@ -96,7 +96,7 @@ class CapacityPlugin:
         self.hierarchy = plugin_flag(ssn, NAME, "enableHierarchy")
         level = typed_argument(NAME, self.arguments, "ancestorReclaimLevel", 0)
         self.ancestor_level = int(level) if isinstance(level, (int, float)) and level > 0 else 0
-        self.tree = QueueTree(ssn.queues)
+        self.tree = QueueTree.of(ssn.queues)
         if self.hierarchy:
             self._build_hierarchical(ssn)
         else:

@@ -136,7 +136,7 @@ class FairsharePlugin:
     # ---------------------------------------------------------------- session
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.tree = QueueTree(ssn.queues)
+        self.tree = QueueTree.of(ssn.queues)
         self.ledger = ledger_for(ssn.cluster, self.half_life)
         self.ledger.advance(ssn.now)
         now: dict[Key, Resources] = defaultdict(Resources)

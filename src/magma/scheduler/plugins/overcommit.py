@@ -16,7 +16,7 @@ from fractions import Fraction
 from magma.api.resources import Resources
 
 from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
-from ._queuetree import amount, exceeding_on, has_min_resources, job_inqueue, job_min_resources, requested_dims
+from ._queuetree import amount, has_min_resources, job_inqueue, job_min_resources, requested_dims
 from ._queuetree import typed_argument
 
 NAME = "overcommit"
@@ -97,7 +97,9 @@ class OvercommitPlugin:
         if not has_min_resources(job):
             return PERMIT
         need = job_min_resources(job)
-        bad = exceeding_on(self.inqueue + need, self.idle, requested_dims(need))
+        # exceeding_on(inqueue + need, idle, the resources it asks for), in plain ints per resource
+        inqueue, idle = self.inqueue._v, self.idle._v
+        bad = [r for r in requested_dims(need) if inqueue.get(r, 0) + need[r] > idle.get(r, 0)]
         if not bad:
             return PERMIT
         job.reason = "cluster over-commit limit: " + "; ".join(

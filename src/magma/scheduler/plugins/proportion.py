@@ -235,13 +235,15 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
 
 # What _build_attrs makes before it sums the jobs, by what that reads (fastpath.proportion_skeleton): the queue bounds'
 # inputs (the tree included), the queues' weights and priorities, and the queues holding jobs.
-_SKELETONS = Memo(256)  # key -> (figures before the sums, the fills' plan: parent and children, top-down)
+# key -> (figures before the sums, the fills' plan: parent and children, top-down; the sums' plan)
+_SKELETONS = Memo(256)
 
 
 def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
-              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list]:
+              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list, list]:
     """The taking-part queues' figures before the sums (lean, as _build_attrs makes them, realCapability and floor
-    set), and the fills to run top-down: (parent, its taking-part children)."""
+    set), the fills to run top-down: (parent, its taking-part children), and the sums to make: (the queues with jobs
+    whose figures a queue adds up, in the order they are added; the queues adding up those same ones)."""
     guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
     taking_part = {ROOT}
@@ -269,7 +271,15 @@ def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, Que
             kids = tuple(c for c in tree.children(n) if c in attrs)
             if kids:
                 plan.append((n, kids))
-    return attrs, plan
+    sources: dict[str, list[str]] = {}
+    for q in queues_with_jobs:
+        if q in attrs:
+            for n in (q, *tree.ancestors(q)):
+                sources.setdefault(n, []).append(q)
+    sums: dict[tuple[str, ...], list[str]] = {}
+    for n, added in sources.items():
+        sums.setdefault(tuple(added), []).append(n)
+    return attrs, plan, list(sums.items())
 
 
 def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
@@ -279,23 +289,43 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
     got = _SKELETONS.get(key)
     if got is None:
         got = _SKELETONS.keep(key, _skeleton(ssn, tree, dims, info, key[2], key[0]))
-    skeleton, plan = got
+    skeleton, plan, sums = got
     attrs = {n: _copy(at) for n, at in skeleton.items()}
-    for qname in key[2]:
-        if qname not in attrs:
-            continue
-        alloc, req = index.queue_sum(qname, "allocated"), index.queue_sum(qname, "request")
-        inq, ela = index.queue_sum(qname, "inqueue"), index.queue_sum(qname, "elastic")
-        for n in (qname, *tree.ancestors(qname)):
-            at = attrs[n]
-            at.allocated, at.request = at.allocated + alloc, at.request + req
-            at.inqueue, at.elastic = at.inqueue + inq, at.elastic + ela
+    # Each queue's four figures: those of the queues with jobs at or below it, added one by one (in the order of
+    # `key[2]`) to the skeleton's empty ones. Queues adding up the same queues get the same vectors, made once: one
+    # queue's own (empty + v is v), or several summed by `_add_into`, without a vector per addition.
+    figures: dict[str, list[Resources]] = {}
+    for added, queues in sums:
+        for q in added:
+            if q not in figures:
+                figures[q] = [index.queue_sum(q, f) for f in _SUMMED]
+        if len(added) == 1:
+            alloc, req, inq, ela = figures[added[0]]
+        else:
+            acc: tuple[dict[str, int], ...] = ({}, {}, {}, {})
+            for q in added:
+                for into, v in zip(acc, figures[q]):
+                    _add_into(into, v._v)
+            alloc, req, inq, ela = (Resources._of(d) for d in acc)
+        for n in queues:
+            at = attrs[n]  # (vectors never change: queues may share them)
+            at.allocated, at.request, at.inqueue, at.elastic = alloc, req, inq, ela
     root = attrs[ROOT]
     root.deserved = root.real_capability
     for n, kids in plan:
         fill(attrs[n].deserved, [attrs[c] for c in kids])
     root.update_share()
     return attrs
+
+
+def _add_into(acc: dict[str, int], v: dict[str, int]) -> None:
+    """acc += v in place, with Resources.__add__'s result: the same amounts, names in the same order, zeros dropped."""
+    for k, q in v.items():
+        n = acc.get(k, 0) + q
+        if n:
+            acc[k] = n
+        else:
+            del acc[k]  # (present: q is not zero)
 
 
 # Water-fill results by their inputs (fastpath.proportion_memo): between sessions the queues' figures often come back
@@ -334,7 +364,7 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.tree = QueueTree(ssn.queues)
+        self.tree = QueueTree.of(ssn.queues)
         self.attrs = build_attrs(ssn, self.tree)
         ssn.add_fn("queue_order", NAME, self.queue_order)
         ssn.add_fn("overused", NAME, self.overused)
@@ -348,7 +378,19 @@ class ProportionPlugin:
     # ---------------------------------------------------------------- helpers
     def chain(self, queue: str) -> list[QueueAttr]:
         """The queue and its ancestors below root that take part, nearest first."""
-        return [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT]
+        return list(self._chain(queue))
+
+    _chains: "dict[str, tuple[QueueAttr, ...]] | None" = None  # chain()'s answers (the taking-part queues are fixed)
+
+    def _chain(self, queue: str) -> tuple[QueueAttr, ...]:
+        chains = self._chains
+        if chains is None:
+            chains = self._chains = {}
+        got = chains.get(queue)
+        if got is None:
+            got = chains[queue] = tuple(
+                self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs and n != ROOT)
+        return got
 
     _paths: "dict[str, list[QueueAttr]] | None" = None  # per queue: its attrs and its ancestors', root included
 
@@ -511,7 +553,7 @@ class ProportionPlugin:
         if not has_min_resources(job):
             return PERMIT
         need = job_min_resources(job)
-        chain = self.chain(queue.name)
+        chain = self._chain(queue.name)
         if fastpath.enqueue_verdicts_kept:
             # (need's names in their order: the reason lists the resources in that order)
             key = (tuple(need.items()),
@@ -565,8 +607,10 @@ def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | 
     and reservations: (the job's reason, the event's message); () when none."""
     dims = requested_dims(need)
     for at in chain:
-        future = need + at.allocated + at.inqueue - at.elastic
-        bad = exceeding_on(future, at.real_capability, dims)
+        # exceeding_on(need + allocated + inqueue - elastic, realCapability, dims), in plain ints per resource
+        alloc, inq, ela, real = at.allocated._v, at.inqueue._v, at.elastic._v, at.real_capability._v
+        bad = [k for k in dims
+               if need[k] + alloc.get(k, 0) + inq.get(k, 0) - ela.get(k, 0) > real.get(k, 0)]
         if bad:
             reason = quota_reason(at, need, bad)
             return reason, ("queue resource quota insufficient: " + ", ".join(f"insufficient {r}" for r in bad)
