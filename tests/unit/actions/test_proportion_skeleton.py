@@ -42,3 +42,32 @@ def test_skeleton_gives_the_full_builds_figures_and_stays_as_kept():
         at.deserved = at.request
     again = proportion._attrs_from_skeleton(ssn, tree, dims, info, index, key)
     assert _figures(again) == _figures(full)
+
+
+def test_kept_figures_are_lent_to_one_session_and_copied_before_it_changes_them():
+    """fastpath.proportion_attrs_lent and proportion_key_parts: a session gets the kept figures themselves, a second
+    one asking before the first closed gets copies, and the first one's change leaves the memo with the figures as
+    they were."""
+    w = World(nodes_yaml("n", 2, gpu=8) + queue_yaml("team") + queue_yaml("other", weight=3)
+              + gang_yaml("a", "team", 2, gpu=4, running_on=["n-0", "n-0"])
+              + gang_yaml("big", "other", 2, gpu=8, phase="Pending", min_resources=True))
+    w.tick(0)
+    scheduler = Scheduler(w.cluster, CONF)
+    scheduler.run_once()
+    first = scheduler.open_session()
+    p1 = first.plugins["proportion"]
+    key = p1._kept_as
+    assert key is not None and proportion._ATTRS[key] is p1.attrs  # lent, not copied
+    before = _figures(p1.attrs)
+    second = scheduler.open_session()
+    p2 = second.plugins["proportion"]
+    assert p2._kept_as is None and p2.attrs is not p1.attrs and _figures(p2.attrs) == before
+    big = next(j for j in first.jobs.values() if j.name == "big")
+    p1.job_enqueued(big)  # the first change: the memo keeps copies as they were
+    assert p1._kept_as is None and proportion._LENT[0] is None
+    assert proportion._ATTRS[key] is not p1.attrs and _figures(proportion._ATTRS[key]) == before
+    assert _figures(p1.attrs) != before
+    third = scheduler.open_session()  # the same inputs again: the kept figures, as they were
+    assert _figures(third.plugins["proportion"].attrs) == before
+    third.plugins["proportion"].on_session_close(third)
+    assert proportion._LENT[0] is None  # given back unchanged

@@ -243,6 +243,16 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   is the same per column (weighted part, min with realCapability and request, max with the floor, the met test,
   the remaining pool). The amounts are the same; a deserved vector may list its resources in another order, which
   nothing reads (Resources compare and hash by amounts; reports and reasons sort the names).
+- `proportion_key_parts` (proportion's open, with proportion_memo and the job index): what the kept figures' key reads
+  of each queue record (its part of the bounds key, its weight and priority, the resources its bounds name) is kept
+  by the record object: a record is never changed once made (the incremental snapshot makes a new one for a Queue
+  written since), and the parent comes from the tree the part was made with. The key is the same tuple of values.
+- `proportion_attrs_lent` (proportion's open, with proportion_memo and the job index): the session gets the kept
+  figures themselves instead of copies, and the memo keeps copies of them (as they were) only before the session's
+  first change to them (an allocate or deallocate event, an enqueued job): a session that changes none leaves them
+  as kept, so later sessions read the same values as from copies. Everything that reads the figures (reservation
+  included) holds the session's records, which stay the ones changed. A second session asking for figures another
+  one holds before it closed gets copies.
 """
 
 from __future__ import annotations
@@ -301,6 +311,8 @@ light_podgroup_syncs = True
 settled_pass_skipped = True
 podgroup_quantities_shared = True
 water_fill_columns = True
+proportion_key_parts = True
+proportion_attrs_lent = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -312,7 +324,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
-          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns")
+          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
+          "proportion_key_parts", "proportion_attrs_lent")
 
 
 @contextmanager

@@ -133,24 +133,72 @@ _SUMMED = ("allocated", "request", "inqueue", "elastic")  # the index's sums bui
 
 def build_attrs(ssn: Session, tree: QueueTree) -> dict[str, QueueAttr]:
     """Every taking-part queue's figures, deserved included (top-down water-filling)."""
-    dims = share_dims(ssn)
-    info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
+    attrs, key = shared_attrs(ssn, tree)
+    if key is None:
+        return attrs
+    return {n: _copy(at) for n, at in attrs.items()}  # every field is an immutable value
+
+
+def shared_attrs(ssn: Session, tree: QueueTree) -> tuple[dict[str, QueueAttr], tuple | None]:
+    """`build_attrs`' figures and the key they are kept by in `_ATTRS`: then they are the kept records themselves
+    (the caller copies them before changing them); with key None they are the caller's own."""
     index = getattr(ssn, "job_index", None)  # per-queue sums kept across sessions (fastpath.job_index)
+    info: dict[str, QueueInfo | None] = {n: ssn.queues.get(n) for n in tree.names}
     if not fastpath.proportion_memo or index is None:
-        return _build_attrs(ssn, tree, dims, info, index, None)
-    bkey = _bounds_key(ssn, tree, dims, info)
-    names = index.queue_names()
-    key = (bkey, tuple((q.weight, q.priority) if q else None for q in info.values()),
-           tuple((q, *(index.queue_sum(q, f) for f in _SUMMED)) for q in names))
+        return _build_attrs(ssn, tree, share_dims(ssn), info, index, None), None
+    if fastpath.proportion_key_parts:
+        parts = [_parts(tree, n, q) for n, q in info.items()]
+        dims = set(ssn.total) | set()  # share_dims, the names added in the same order
+        for p in parts:
+            dims.update(p[2])
+        dims.update(index.job_dims())
+        dims.discard(PODS)
+        bkey = (ssn.total, frozenset(dims), tuple(p[0] for p in parts))
+        specs = tuple(p[1] for p in parts)
+        sums = index.queue_sums  # (the first four of SUMS are _SUMMED)
+        figures = tuple((q, *sums[q][:4]) for q in index.queue_names())
+    else:
+        dims = share_dims(ssn)
+        bkey = _bounds_key(ssn, tree, dims, info)
+        specs = tuple((q.weight, q.priority) if q else None for q in info.values())
+        figures = tuple((q, *(index.queue_sum(q, f) for f in _SUMMED)) for q in index.queue_names())
+    key = (bkey, specs, figures)
     got = _ATTRS.get(key)
     if got is None:
         if fastpath.proportion_skeleton and fastpath.proportion_open_lean:
-            attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, key[1], tuple(names)))
+            attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, specs, tuple(q for q, *_ in figures)))
         else:
             attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
+        if fastpath.proportion_attrs_lent:
+            return _ATTRS.keep(key, attrs), key
         _ATTRS.keep(key, {n: _copy(at) for n, at in attrs.items()})  # as built: the session's own change
-        return attrs
-    return {n: _copy(at) for n, at in got.items()}  # every field is an immutable value
+        return attrs, None
+    return got, key
+
+
+# The kept figures a session holds unchanged (fastpath.proportion_attrs_lent): a second session asking for the same
+# ones before the first one closed gets copies.
+_LENT: list[dict[str, QueueAttr] | None] = [None]
+
+
+# What build_attrs' key reads of one queue record, by the record (fastpath.proportion_key_parts): a record is never
+# changed once made (the snapshot makes a new one for a Queue written since), and its parent comes from the tree.
+# id(record) -> (record, tree, (its part of the bounds key, (weight, priority), the resources its bounds name))
+_PARTS: dict[int, tuple] = {}
+
+
+def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
+    got = _PARTS.get(id(q))
+    if got is not None and got[0] is q and got[1] is tree:
+        return got[2]
+    if q is None:  # (a virtual root: not kept by id)
+        return (n, tree.parent(n), None, None, frozenset()), None, ()
+    parts = ((n, tree.parent(n), q.guarantee, q.capability, frozenset(capability_names(q))),
+             (q.weight, q.priority), (*q.guarantee, *q.capability))
+    if len(_PARTS) > 1024:
+        _PARTS.clear()
+    _PARTS[id(q)] = (q, tree, parts)
+    return parts
 
 
 def _copy(at: QueueAttr) -> QueueAttr:
@@ -356,6 +404,7 @@ class ProportionPlugin:
     # Its queue order reads only allocations and shares, which change by allocate/deallocate events
     # (Session.queue_order_cmp_memo).
     queue_order_follows_placements = True
+    _kept_as: tuple | None = None  # (see on_session_open)
 
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
@@ -365,7 +414,14 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.tree = QueueTree.of(ssn.queues)
-        self.attrs = build_attrs(ssn, self.tree)
+        attrs, key = shared_attrs(ssn, self.tree)
+        self._kept_as = None  # the key of the kept figures this session holds, until it changes them
+        if key is not None:
+            if attrs is _LENT[0]:  # (another session holds them: this one gets its own)
+                attrs = {n: _copy(at) for n, at in attrs.items()}
+            else:
+                _LENT[0], self._kept_as = attrs, key
+        self.attrs = attrs
         ssn.add_fn("queue_order", NAME, self.queue_order)
         ssn.add_fn("overused", NAME, self.overused)
         ssn.add_fn("allocatable", NAME, self.allocatable)
@@ -403,10 +459,21 @@ class ProportionPlugin:
             got = paths[queue] = [self.attrs[n] for n in (queue, *self.tree.ancestors(queue)) if n in self.attrs]
         return got
 
+    def _own(self) -> None:
+        """Before the session's first change to its figures: when they are the kept ones, the memo keeps copies of them
+        as they are (fastpath.proportion_attrs_lent) and the session goes on with its records (others may hold them)."""
+        key, self._kept_as = self._kept_as, None
+        if _ATTRS.get(key) is self.attrs:
+            _ATTRS[key] = {n: _copy(at) for n, at in self.attrs.items()}
+        if _LENT[0] is self.attrs:
+            _LENT[0] = None
+
     def _move(self, task: TaskInfo, sign: int) -> None:
         job = self.ssn.jobs.get(task.job)
         if job is None or job.queue not in self.attrs:
             return
+        if self._kept_as is not None:
+            self._own()
         req = task.resreq._v
         changes = req.items() if sign > 0 else [(k, -q) for k, q in req.items()]
         for at in self._path(job.queue):
@@ -572,6 +639,8 @@ class ProportionPlugin:
     def job_enqueued(self, job: JobInfo) -> None:
         if not has_min_resources(job) or job.queue not in self.attrs:
             return
+        if self._kept_as is not None:
+            self._own()
         need = job_min_resources(job)
         for n in (job.queue, *self.tree.ancestors(job.queue)):
             at = self.attrs.get(n)
@@ -591,6 +660,8 @@ class ProportionPlugin:
         return at.report()
 
     def on_session_close(self, ssn: Session) -> None:
+        if self._kept_as is not None and _LENT[0] is self.attrs:
+            _LENT[0] = None  # unchanged: given back
         shares = getattr(ssn, "queue_shares", None)
         if not isinstance(shares, dict):
             shares = ssn.queue_shares = {}
