@@ -72,6 +72,7 @@ class JobIndex:
         self.shares: dict[str, float] = {}  # drf's per-job share, every job
         self.phases: dict[str, str] = {}  # job key -> close phase, quiet jobs only
         self._active_order: list[str] | None = None  # `active` in job order, made on first use
+        self._totals: dict[int, tuple[tuple[Resources, ...], Resources]] = {}  # total_sum's last, by figure
 
     # ------------------------------------------------------------------ upkeep (the cache calls these)
     def rebuild(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
@@ -230,8 +231,15 @@ class JobIndex:
         return q[SUMS.index(name)] if q is not None else Resources()
 
     def total_sum(self, name: str) -> Resources:
+        """The sum of figure `name` over the queues; again the same vector while those are the same vectors."""
         i = SUMS.index(name)
-        return Resources.sum(q[i] for q in self.queue_sums.values())
+        parts = tuple(q[i] for q in self.queue_sums.values())
+        got = self._totals.get(i)
+        if got is not None and len(got[0]) == len(parts) and all(a is b for a, b in zip(got[0], parts)):
+            return got[1]  # (vectors never change: the same ones in the same order have the same sum)
+        total = Resources.sum(parts)
+        self._totals[i] = (parts, total)
+        return total
 
     def job_dims(self) -> set[str]:
         return set(self.dims)
