@@ -71,3 +71,23 @@ def test_kept_figures_are_lent_to_one_session_and_copied_before_it_changes_them(
     assert _figures(third.plugins["proportion"].attrs) == before
     third.plugins["proportion"].on_session_close(third)
     assert proportion._LENT[0] is None  # given back unchanged
+
+
+def test_a_queue_written_in_its_status_keeps_its_record_and_a_replaced_one_gets_a_new_one():
+    """fastpath.queue_status_writes_kept: close's status write leaves the queue's record as it was made; a Queue
+    written as another object (its spec changed) is read again."""
+    w = World(nodes_yaml("n", 2, gpu=8) + queue_yaml("team") + queue_yaml("other", weight=3)
+              + gang_yaml("a", "team", 2, gpu=4, running_on=["n-0", "n-0"]))
+    w.tick(0)
+    scheduler = Scheduler(w.cluster, CONF)
+    scheduler.run_once()
+    record = scheduler.open_session().queues["team"]
+    scheduler.cache.restore()
+    w.cluster.update_queue_status("team", {"allocated": {"nvidia.com/gpu": "8"}})
+    assert scheduler.open_session().queues["team"] is record
+    scheduler.cache.restore()
+    changed = w.cluster.state().queues["team"].model_copy(deep=True)
+    changed.spec.weight = 5
+    w.cluster.update(changed)
+    again = scheduler.open_session().queues["team"]
+    assert again is not record and again.weight == 5

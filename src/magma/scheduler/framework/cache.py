@@ -258,7 +258,10 @@ class SnapshotCache:
             out = dict(kept)
             for name in stale:
                 old = kept[name]
-                new = snap_mod.queue_info(state.queues[name])
+                q = state.queues[name]
+                if fastpath.queue_status_writes_kept and old.queue is q and old.state == q.state:
+                    continue  # the same Queue, its status written (close's allocations): the record it would make
+                new = snap_mod.queue_info(q)
                 if new.parent != old.parent:
                     out = None
                     break

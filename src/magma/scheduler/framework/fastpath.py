@@ -253,6 +253,11 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   as kept, so later sessions read the same values as from copies. Everything that reads the figures (reservation
   included) holds the session's records, which stay the ones changed. A second session asking for figures another
   one holds before it closed gets copies.
+- `queue_status_writes_kept` (incremental snapshot, with queues_kept): a written Queue that is still the object its
+  record was made from, in the same state, keeps its record: the record reads the Queue's spec and metadata, which
+  are never changed in place (a changed Queue is another object: `Cluster.update` / `add`, as for pods in
+  pod_facts_kept), and of its status the state alone; the writes in place are status writes (close's allocations,
+  the queue controller's counts and state).
 """
 
 from __future__ import annotations
@@ -313,6 +318,7 @@ podgroup_quantities_shared = True
 water_fill_columns = True
 proportion_key_parts = True
 proportion_attrs_lent = True
+queue_status_writes_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -325,7 +331,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
           "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
-          "proportion_key_parts", "proportion_attrs_lent")
+          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept")
 
 
 @contextmanager
