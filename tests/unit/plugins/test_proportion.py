@@ -484,3 +484,27 @@ def test_water_fill_by_columns_gives_the_same_amounts(members, pool):
     finally:
         _queuetree._fill_columns = columns
     assert taken == [1]
+
+
+def test_kept_refusals_read_only_the_refused_resources_figures():
+    """fastpath.enqueue_verdicts_kept: a refusal's texts are kept by the refusing queue and the figures of the resources
+    it refuses; a change elsewhere (cpu here) takes the kept texts, which are those made afresh."""
+    from magma.scheduler.framework import fastpath
+    from magma.scheduler.plugins import proportion
+    from magma.scheduler.plugins._queuetree import QueueAttr
+
+    def chain(cpu: int) -> list[QueueAttr]:
+        return [QueueAttr(name="team", allocated=Resources.of(gpu=6, cpu=cpu), inqueue=Resources.of(gpu=1),
+                          real_capability=Resources.of(gpu=8, cpu=64))]
+
+    need = Resources.of(gpu=2, cpu=4)
+    proportion._VERDICTS.clear()
+    with fastpath.disabled("enqueue_verdicts_kept"):
+        fresh = proportion.quota_verdict(chain(10), need)
+        assert not proportion._VERDICTS
+    assert fresh and "nvidia.com/gpu real capability 8" in fresh[0] and "cpu" not in fresh[0]
+    assert proportion.quota_verdict(chain(10), need) == fresh
+    assert len(proportion._VERDICTS) == 1
+    assert proportion.quota_verdict(chain(20), need) == fresh  # cpu is not refused: the same key
+    assert len(proportion._VERDICTS) == 1
+    assert proportion.quota_verdict(chain(20), Resources.of(gpu=1)) == ()

@@ -111,9 +111,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   dicts of ints the Resources vectors hold, step by step as the Resources operations do them (the same rule for
   absent names, zeros dropped, the same floor division by the reduced weight fraction), so every round gives the
   same amounts without making the intermediate vectors.
-- `enqueue_verdicts_kept` (proportion's JobEnqueueable): the verdict on a job's minResources against its queue
-  chain (the refusing queue's reason and event text, or none) is kept by everything it reads: the minResources and,
-  per queue of the chain, its name, allocated, inqueue, elastic and realCapability. A job waiting for room is
+- `enqueue_verdicts_kept` (proportion's JobEnqueueable): a refusal's texts (the job's reason and the event's message)
+  are kept by everything they are made from: the refusing queue's name and, per resource it refuses in the order
+  they are listed, the job's need and the queue's allocated, inqueue, elastic and realCapability amounts (which
+  queue refuses, and on which resources, is still found in plain ints every time). A job waiting for room is
   refused again with the same figures session after session.
 - `plugin_setup_kept` (overcommit, nodeorder): overcommit's factor and nodeorder's weights read from the plugin's
   arguments are kept by those arguments, and the over-committed total (total x factor) by the total and the factor:

@@ -621,15 +621,7 @@ class ProportionPlugin:
             return PERMIT
         need = job_min_resources(job)
         chain = self._chain(queue.name)
-        if fastpath.enqueue_verdicts_kept:
-            # (need's names in their order: the reason lists the resources in that order)
-            key = (tuple(need.items()),
-                   tuple((at.name, at.allocated, at.inqueue, at.elastic, at.real_capability) for at in chain))
-            verdict = _VERDICTS.get(key)
-            if verdict is None:
-                verdict = _VERDICTS.keep(key, quota_verdict(chain, need))
-        else:
-            verdict = quota_verdict(chain, need)
+        verdict = quota_verdict(chain, need)
         if verdict:
             job.reason, event = verdict
             ssn.record_event("Normal", "Unschedulable", "PodGroup", job.key, event)
@@ -668,9 +660,10 @@ class ProportionPlugin:
         shares.update(self.report())
 
 
-# Enqueue verdicts by everything they read (fastpath.enqueue_verdicts_kept): the job's minResources and, per queue of
-# its chain, the name and the four figures compared. A job waiting for room is refused again session after session.
-_VERDICTS = Memo(4096)  # key -> (reason, event text), or () for a permit
+# Refusals by everything their texts read (fastpath.enqueue_verdicts_kept): the refusing queue's name and, per resource
+# it refuses (in the order the reason lists them), the job's need and the queue's four figures. A job waiting for room
+# is refused again with the same figures session after session.
+_VERDICTS = Memo(4096)  # key -> (reason, event text)
 
 
 def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | tuple[()]:
@@ -683,10 +676,22 @@ def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | 
         bad = [k for k in dims
                if need[k] + alloc.get(k, 0) + inq.get(k, 0) - ela.get(k, 0) > real.get(k, 0)]
         if bad:
-            reason = quota_reason(at, need, bad)
-            return reason, ("queue resource quota insufficient: " + ", ".join(f"insufficient {r}" for r in bad)
-                            + f" ({reason})")
+            if not fastpath.enqueue_verdicts_kept:
+                return refusal(at, need, bad)
+            key = (at.name, tuple((k, need[k], alloc.get(k, 0), inq.get(k, 0), ela.get(k, 0), real.get(k, 0))
+                                  for k in bad))
+            got = _VERDICTS.get(key)
+            if got is None:
+                got = _VERDICTS.keep(key, refusal(at, need, bad))
+            return got
     return ()
+
+
+def refusal(at: QueueAttr, need: Resources, bad: list[str]) -> tuple[str, str]:
+    """(the job's reason, the event's message) for a queue refusing `need` on the resources `bad`."""
+    reason = quota_reason(at, need, bad)
+    return reason, ("queue resource quota insufficient: " + ", ".join(f"insufficient {r}" for r in bad)
+                    + f" ({reason})")
 
 
 def quota_reason(at: QueueAttr, need: Resources, bad: list[str]) -> str:
