@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from magma.api.resources import Resources
+from magma.api.resources import EMPTY, Resources
 
 from . import fastpath
 from .info import JobInfo
@@ -268,7 +268,7 @@ class JobIndex:
         out = {}
         for q in ssn.queues:
             sums = self.queue_sums.get(q)
-            out[q] = sums[_ALLOCATED] if sums is not None else Resources()
+            out[q] = sums[_ALLOCATED] if sums is not None else EMPTY  # (vectors never change: one empty one)
         for uid, job in changed.items():
             q = job.queue
             if q in out:
