@@ -59,7 +59,9 @@ def test_kept_figures_are_lent_to_one_session_and_copied_before_it_changes_them(
     key = p1._kept_as
     assert key is not None and proportion._ATTRS[key] is p1.attrs  # lent, not copied
     before = _figures(p1.attrs)
+    made = proportion._LAST_STATIC[0][4]  # the key parts: the same records again take them as they are
     second = scheduler.open_session()
+    assert proportion._LAST_STATIC[0][4] is made
     p2 = second.plugins["proportion"]
     assert p2._kept_as is None and p2.attrs is not p1.attrs and _figures(p2.attrs) == before
     big = next(j for j in first.jobs.values() if j.name == "big")

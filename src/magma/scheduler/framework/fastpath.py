@@ -247,7 +247,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `proportion_key_parts` (proportion's open, with proportion_memo and the job index): what the kept figures' key reads
   of each queue record (its part of the bounds key, its weight and priority, the resources its bounds name) is kept
   by the record object: a record is never changed once made (the incremental snapshot makes a new one for a Queue
-  written since), and the parent comes from the tree the part was made with. The key is the same tuple of values.
+  written since), and the parent comes from the tree the part was made with; when a session has the last one's tree,
+  records (the same objects), cluster total and resources named by jobs, the parts made then are taken whole. The
+  key is the same tuple of values.
 - `proportion_attrs_lent` (proportion's open, with proportion_memo and the job index): the session gets the kept
   figures themselves instead of copies, and the memo keeps copies of them (as they were) only before the session's
   first change to them (an allocate or deallocate event, an enqueued job): a session that changes none leaves them

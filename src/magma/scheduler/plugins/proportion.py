@@ -147,14 +147,7 @@ def shared_attrs(ssn: Session, tree: QueueTree) -> tuple[dict[str, QueueAttr], t
     if not fastpath.proportion_memo or index is None:
         return _build_attrs(ssn, tree, share_dims(ssn), info, index, None), None
     if fastpath.proportion_key_parts:
-        parts = [_parts(tree, n, q) for n, q in info.items()]
-        dims = set(ssn.total) | set()  # share_dims, the names added in the same order
-        for p in parts:
-            dims.update(p[2])
-        dims.update(index.job_dims())
-        dims.discard(PODS)
-        bkey = (ssn.total, frozenset(dims), tuple(p[0] for p in parts))
-        specs = tuple(p[1] for p in parts)
+        dims, bkey, specs = _static_key(ssn, tree, info, index)
         sums = index.queue_sums  # (the first four of SUMS are _SUMMED)
         figures = tuple((q, *sums[q][:4]) for q in index.queue_names())
     else:
@@ -179,6 +172,30 @@ def shared_attrs(ssn: Session, tree: QueueTree) -> tuple[dict[str, QueueAttr], t
 # The kept figures a session holds unchanged (fastpath.proportion_attrs_lent): a second session asking for the same
 # ones before the first one closed gets copies.
 _LENT: list[dict[str, QueueAttr] | None] = [None]
+
+
+# The last session's tree, queue records, cluster total and resources its jobs name, and the key parts made of them
+# (fastpath.proportion_key_parts).
+_LAST_STATIC: list[tuple | None] = [None]
+
+
+def _static_key(ssn: Session, tree: QueueTree, info: dict[str, QueueInfo | None], index) -> tuple:
+    """(share_dims, the bounds key, the queues' (weight, priority)): those made for the last session when it had the
+    same tree, queue records (the same objects), total and resources named by jobs."""
+    last = _LAST_STATIC[0]
+    records = tuple(info.values())
+    if (last is not None and last[0] is tree and last[2] is ssn.total and index.dims.keys() == last[3]
+            and len(last[1]) == len(records) and all(a is b for a, b in zip(last[1], records))):
+        return last[4]
+    parts = [_parts(tree, n, q) for n, q in info.items()]
+    dims = set(ssn.total) | set()  # share_dims, the names added in the same order
+    for p in parts:
+        dims.update(p[2])
+    dims.update(index.job_dims())
+    dims.discard(PODS)
+    got = (dims, (ssn.total, frozenset(dims), tuple(p[0] for p in parts)), tuple(p[1] for p in parts))
+    _LAST_STATIC[0] = (tree, records, ssn.total, set(index.dims), got)
+    return got
 
 
 # What build_attrs' key reads of one queue record, by the record (fastpath.proportion_key_parts): a record is never
