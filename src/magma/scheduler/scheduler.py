@@ -61,6 +61,8 @@ class Scheduler:
         self.config = config
         self.scheduler_names = tuple(scheduler_names)
         self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
+        self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
+        self._flag_names: dict = {}
 
     def snapshot(self) -> Snapshot:
         """The session's snapshot: the kept one brought up to date when the cluster keeps a change log and the
@@ -99,6 +101,10 @@ class Scheduler:
         snap = self.snapshot()
         tiers = [list(t.plugins) for t in self.config.tiers]
         ssn = Session(snap, self.config, tiers, self.cluster)
+        if fastpath.plugin_flags_kept:
+            if self._flags_of is not self.config:  # (one dict per configuration: its options never change)
+                self._flags_of, self._flag_names = self.config, {}
+            ssn.flag_names = self._flag_names
         if snap.persistent and self.cache is not None:
             self.cache.opened(ssn)  # its changes to the kept records are put back before the next snapshot
             index = self.cache.index

@@ -261,6 +261,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   are never changed in place (a changed Queue is another object: `Cluster.update` / `add`, as for pods in
   pod_facts_kept), and of its status the state alone; the writes in place are status writes (close's allocations,
   the queue controller's counts and state).
+- `plugin_flags_kept` (session): which plugins of each tier a plugin flag enables (enablePreemptable, ...) is found
+  once per scheduler configuration and shared by its sessions, instead of once per session: it reads the
+  configuration's plugin options alone (their names and flags), which are never changed once loaded; each session
+  still keeps only the plugins that registered a function for the extension point.
 """
 
 from __future__ import annotations
@@ -322,6 +326,7 @@ water_fill_columns = True
 proportion_key_parts = True
 proportion_attrs_lent = True
 queue_status_writes_kept = True
+plugin_flags_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -334,7 +339,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
           "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
-          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept")
+          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept",
+          "plugin_flags_kept")
 
 
 @contextmanager

@@ -103,6 +103,9 @@ class Session:
         # Per extension point, the enabled (plugin, function) lists per tier: asked millions of times in a big
         # session, built once after the plugins registered (add_fn drops the point's entry).
         self._enabled_cache: dict[str, list[list[tuple[str, Callable]]]] = {}
+        # Per plugin flag, per tier the names of the plugins it enables (None: all of them); the scheduler gives the
+        # sessions of one configuration the same dict (fastpath.plugin_flags_kept).
+        self.flag_names: dict[str | None, list[list[str]]] = {}
         self.placement_events = 0  # allocate and deallocate events so far (queue_order_cmp_memo)
 
     def release(self) -> None:
@@ -149,9 +152,11 @@ class Session:
         if got is None:
             flag = FLAGS.get(point)
             fns = self._fns[point]
-            got = self._enabled_cache[point] = [
-                [(opt.name, fns[opt.name]) for opt in tier if opt.name in fns and (flag is None or opt.enabled(flag))]
-                for tier in self.tiers]
+            names = self.flag_names.get(flag)
+            if names is None:
+                names = self.flag_names[flag] = [
+                    [opt.name for opt in tier if flag is None or opt.enabled(flag)] for tier in self.tiers]
+            got = self._enabled_cache[point] = [[(name, fns[name]) for name in tier if name in fns] for tier in names]
         return got
 
     def _enabled_fns(self, point: str) -> list[Callable]:
