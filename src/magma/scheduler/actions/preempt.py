@@ -134,20 +134,36 @@ def _over(alloc: Resources, deserved: Resources) -> bool:
 
 
 class RunningWork:
-    """Who runs evictable work, per queue, for `preemption_candidate` (computed once per action)."""
+    """Who runs evictable work, per queue, for `preemption_candidate` (made once per action). The share figures are
+    read per queue when first asked: the deserved and allocated shares they give do not change in enqueue (admitting
+    allocates nothing) nor while preempt collects its preemptors."""
 
     def __init__(self, ssn: Session):
+        self.ssn = ssn
         self.min_priority: dict[str, int] = {}
         for job in ssn.jobs.values():
             if runs_evictable(job):
                 self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
-        self.figures = reasons.queue_figures(ssn)
-        self.over: list[str] = []
-        for q in sorted(self.min_priority):
-            qi = ssn.queues.get(q)
-            d, a = _figure(self.figures, q, "deserved"), _figure(self.figures, q, "allocated")
-            if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
-                self.over.append(q)
+        self._figures: dict[str, dict | None] = {}
+        self._over: list[str] | None = None
+
+    def figure(self, queue: str, key: str) -> Resources | None:
+        if queue not in self._figures:
+            self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
+        got = self._figures[queue]
+        return None if got is None else _figure({queue: got}, queue, key)
+
+    @property
+    def over(self) -> list[str]:
+        """The reclaimable queues running evictable work above their deserved share."""
+        if self._over is None:
+            self._over = []
+            for q in sorted(self.min_priority):
+                qi = self.ssn.queues.get(q)
+                d, a = self.figure(q, "deserved"), self.figure(q, "allocated")
+                if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
+                    self._over.append(q)
+        return self._over
 
 
 def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = None) -> bool:
@@ -162,8 +178,8 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     work = work or RunningWork(ssn)
     if work.min_priority.get(job.queue, job.priority) < job.priority:
         return True
-    deserved = _figure(work.figures, job.queue, "deserved")
-    alloc = _figure(work.figures, job.queue, "allocated")
+    deserved = work.figure(job.queue, "deserved")
+    alloc = work.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
     need = reasons.gang_need(ssn, job) if job.tasks else Resources(
