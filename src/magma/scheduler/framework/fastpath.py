@@ -200,7 +200,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   straightforward code asks a second time with nothing changed in between.
 - `preempt_gang_bound` (preempt): before a job's turn in phase 1, the placements the turn could make at most
   (`Evictor.cannot_pipeline`: per task request, the tasks each node's future idle plus everything its possible
-  victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible)
+  victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible;
+  no more than the queue's share lets in when nothing of the queue can be evicted)
   are compared with the placements JobPipelined needs before it can hold (`Session.pipeline_need`: gang's
   minAvailable less the ready and pipelined tasks). When fewer, the turn would place some tasks and discard them
   all: it is passed over as a failed turn, with no statement made.

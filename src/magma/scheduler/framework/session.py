@@ -337,6 +337,19 @@ class Session:
             break
         return need
 
+    def allocatable_left(self, queue: QueueInfo, task: TaskInfo) -> int | None:
+        """At most how many more tasks with `task`'s request Allocatable allows in `queue` while the queue's own
+        allocation only grows; None when no function bounds it. A plugin says so with a method
+        `placements_left(queue, task)` (None: no bound); Allocatable needs every function, so the least bound holds.
+        For pruning (preempt's `Evictor.cannot_pipeline`)."""
+        least = None
+        for fn in self._enabled_fns("allocatable"):
+            left_of = getattr(getattr(fn, "__self__", None), "placements_left", None)
+            left = left_of(queue, task) if left_of is not None else None
+            if left is not None and (least is None or left < least):
+                least = left
+        return least
+
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self.permit_vote("job_enqueueable", job)
 
