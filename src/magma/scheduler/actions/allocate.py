@@ -718,6 +718,8 @@ class Allocator:
     # ------------------------------------------------------------ one job's turn
     def allocate_job(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> Statement | None:
         ssn = self.ssn
+        if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
+            return None
         stmt = Statement(ssn)
         groups: dict[tuple, Candidates] = {}
         self.changed = []
@@ -767,6 +769,41 @@ class Allocator:
         if blocked is not None:
             reasons.record_queue_bound(ssn, queue, job, blocked)
         return None
+
+    def _quota_stops(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
+        """Would this turn place the tasks its queue's share lets in, have the queue refuse the next one, and fail
+        the gang? Then it is passed over with that turn's outcome: nothing placed, the refused task's queue bound on
+        the job (fastpath.allocate_quota_bound).
+
+        Exact when the tasks ask for the same and pass the same nodes (equal `Session.predicate_key`s: predicates
+        that judge each node alone), and their placements move no other node's predicates; when every Allocatable function says
+        how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each placement adding one
+        request to the allocations it compares); when the nodes the group passes hold k such tasks in their future
+        idle (a placement takes one task's room on one node: each of the first k finds a node); and when k
+        placements leave the job short of JobReady and JobPipelined (`Session.ready_need`, `pipeline_need`).
+        Without a reservation plan or node sampling."""
+        ssn = self.ssn
+        if self.plan is not None or self.sampling.enabled or not tasks:
+            return False
+        first = tasks[0]
+        k = ssn.allocatable_left(queue, first, exact=True)
+        if k is None or k >= len(tasks) or any(t.resreq != first.resreq for t in tasks):
+            return False
+        if ssn.ready_need(job) <= k or ssn.pipeline_need(job) <= k:
+            return False
+        if k:  # (k = 0: the queue refuses the first task, and so every task; nothing is placed)
+            key = ssn.predicate_key(first)
+            if key is None or any(placement_sensitive(t) or ssn.predicate_key(t) != key for t in tasks):
+                return False
+            dims = first.vec > 0
+            room = ssn.table.future_idle()[self.predicates.get(first).mask][:, dims]
+            if int((np.maximum(room, 0) // first.vec[dims]).min(axis=1).sum()) < k:
+                return False
+        self._sensitive_jobs.setdefault(job.uid, False)
+        blocked = tasks[k]
+        tasks.clear()  # (as the turn leaves them: it takes every task)
+        reasons.record_queue_bound(ssn, queue, job, blocked)
+        return True
 
 
 @action("allocate")

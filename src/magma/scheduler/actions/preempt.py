@@ -1472,7 +1472,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
             cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
-            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, ssn.pipeline_need(job)):
+            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
                 turn_failed(ev, job)  # no placement is tried: the turn could not pipeline the job
                 continue
             stmt = Statement(ssn)

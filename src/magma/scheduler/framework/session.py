@@ -320,13 +320,14 @@ class Session:
         return self.permit_vote("job_pipelined", job)
 
     def pipeline_need(self, job: JobInfo) -> int:
-        """The fewest more placements (allocated or pipelined tasks) before JobPipelined can hold for `job`: at least 1.
+        """The fewest more placements (allocated or pipelined tasks) before JobPipelined can hold for `job`.
 
         A vote function says so with an attribute `placements_needed(job)`, promising to refuse until the job has
         that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
-        no later one. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`)."""
-        need = 1
+        no later one. 0 when none says. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`, allocate's
+        `_quota_stops`)."""
+        need = 0
         for tier in self._enabled("job_pipelined"):
             if not tier:
                 continue
@@ -337,16 +338,32 @@ class Session:
             break
         return need
 
-    def allocatable_left(self, queue: QueueInfo, task: TaskInfo) -> int | None:
-        """At most how many more tasks with `task`'s request Allocatable allows in `queue` while the queue's own
-        allocation only grows; None when no function bounds it. A plugin says so with a method
-        `placements_left(queue, task)` (None: no bound); Allocatable needs every function, so the least bound holds.
-        For pruning (preempt's `Evictor.cannot_pipeline`)."""
+    def ready_need(self, job: JobInfo) -> int:
+        """The fewest more placements before JobReady can hold for `job` (every function must say yes): the most any
+        function promises with an attribute `placements_needed(job)`; 0 when none says."""
+        need = 0
+        for fn in self._enabled_fns("job_ready"):
+            bound = getattr(fn, "placements_needed", None)
+            if bound is not None:
+                need = max(need, bound(job))
+        return need
+
+    def allocatable_left(self, queue: QueueInfo, task: TaskInfo, exact: bool = False) -> int | None:
+        """How many more tasks with `task`'s request Allocatable allows in `queue` while allocations only grow.
+
+        A plugin says so with a method `placements_left(queue, task, own_level_only)` (None: no bound). Allocatable
+        needs every function, so the least answer holds. By default an upper bound that counts the queue's own level
+        only (taking from other queues may lower its ancestors': preempt's `Evictor.cannot_pipeline`); `exact`: the
+        number itself, over the whole path, or None unless every function says (allocate's `_quota_stops`)."""
         least = None
         for fn in self._enabled_fns("allocatable"):
             left_of = getattr(getattr(fn, "__self__", None), "placements_left", None)
-            left = left_of(queue, task) if left_of is not None else None
-            if left is not None and (least is None or left < least):
+            left = left_of(queue, task, not exact) if left_of is not None else None
+            if left is None:
+                if exact:
+                    return None
+                continue
+            if least is None or left < least:
                 least = left
         return least
 
