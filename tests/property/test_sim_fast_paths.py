@@ -217,20 +217,25 @@ SEED_DIR = Path(__file__).resolve().parents[2] / "examples" / "seed-h100"
 
 def seed_gangs(tmp: Path, seed: int, jobs: int) -> Scenario:
     """The seed cluster (examples/seed-h100) with gangs of 2-4 pods x 4-8 GPUs (some elastic: minAvailable below the
-    pods) arriving in its team queues within an hour: more than the cluster and the teams' shares, so that queues
-    stop gangs part-way and nodes run out."""
+    pods) arriving in its team queues within an hour, team-nlp's first: more than the cluster and the teams' shares,
+    so that queues stop gangs part-way; some pinned to one node, so that a share may allow more than the nodes
+    hold."""
     rng = random.Random(seed)
     docs = []
     for i in range(jobs):
-        pods, gpus, queue = rng.choice([2, 4]), rng.choice([4, 8]), rng.choice(["team-nlp", "team-cv", "team-research"])
+        pods, gpus, at = rng.choice([2, 4]), rng.choice([4, 8]), rng.randint(1, 3600)
+        # team-nlp first (its share then covers the cluster), the others later: their shares grow before the room
+        queue = "team-nlp" if at < 1200 else rng.choice(["team-nlp", "team-cv", "team-research"])
         gang = rng.choice([pods, pods, rng.randint(1, pods)])
+        # some pinned to one of a few nodes: their queue's share may let in more than those nodes hold
+        pin = f"nodeSelector: {{kubernetes.io/hostname: h100-{rng.randint(0, 3)}}}" if rng.random() < 0.25 else ""
         docs.append(f"""---
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
 metadata:
   name: g{i}
   namespace: {queue}
-  annotations: {{sim.magma.io/submit-at: {rng.randint(1, 3600)}s, sim.magma.io/duration: {rng.randint(600, 5400)}s}}
+  annotations: {{sim.magma.io/submit-at: {at}s, sim.magma.io/duration: {rng.randint(600, 5400)}s}}
 spec:
   queue: {queue}
   minAvailable: {gang}
@@ -239,6 +244,7 @@ spec:
       replicas: {pods}
       template:
         spec:
+          {pin}
           containers:
             - name: c
               resources: {{limits: {{nvidia.com/gpu: {gpus}, cpu: "{6 * gpus}", memory: {64 * gpus}Gi}}}}
