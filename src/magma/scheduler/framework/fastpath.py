@@ -243,6 +243,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   is the same per column (weighted part, min with realCapability and request, max with the floor, the met test,
   the remaining pool). The amounts are the same; a deserved vector may list its resources in another order, which
   nothing reads (Resources compare and hash by amounts; reports and reasons sort the names).
+- `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
+  sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
+  the parse reads), as the node index already keeps them within a session.
 """
 
 from __future__ import annotations
@@ -301,6 +304,7 @@ light_podgroup_syncs = True
 settled_pass_skipped = True
 podgroup_quantities_shared = True
 water_fill_columns = True
+pod_terms_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -312,7 +316,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
-          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns")
+          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
+          "pod_terms_kept")
 
 
 @contextmanager

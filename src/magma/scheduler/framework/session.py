@@ -139,6 +139,9 @@ class Session:
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
             self._enabled_cache.pop("row_state", None)
+            self._enabled_cache.pop("score_key", None)
+        if point == "predicate":
+            self._enabled_cache.pop("predicate_key", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -473,14 +476,20 @@ class Session:
         plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
         the same nodes."""
         keys = []
-        for tier in self._enabled("predicate"):
-            for _, fn in tier:
-                predicate_key = getattr(getattr(fn, "__self__", None), "predicate_key", None)
-                key = predicate_key(task) if predicate_key is not None else None
-                if key is None:
-                    return None
-                keys.append(key)
+        for predicate_key in self._key_methods("predicate_key", [fn for tier in self._enabled("predicate")
+                                                                 for _, fn in tier]):
+            key = predicate_key(task) if predicate_key is not None else None
+            if key is None:
+                return None
+            keys.append(key)
         return tuple(keys)
+
+    def _key_methods(self, name: str, fns: list[Callable]) -> list[Callable | None]:
+        """Per function of `fns` (asked again only when they change: `add_fn`), its plugin's method `name` or None."""
+        got = self._enabled_cache.get(name)
+        if got is None:
+            got = self._enabled_cache[name] = [getattr(getattr(fn, "__self__", None), name, None) for fn in fns]
+        return got
 
     def node_scores_key(self, task: TaskInfo) -> tuple | None:
         """What the enabled score functions read from `task`, when each scores every node from that node's own
@@ -492,8 +501,7 @@ class Session:
         scores on nodes in equal state, so an action may keep scores across jobs, re-score only the nodes whose
         state changed, and score each distinct node state once (allocate's shared groups)."""
         keys = []
-        for fn in self.node_order_fns():
-            score_key = getattr(getattr(fn, "__self__", None), "score_key", None)
+        for score_key in self._key_methods("score_key", self.node_order_fns()):
             key = score_key(task) if score_key is not None else None
             if key is None:
                 return None

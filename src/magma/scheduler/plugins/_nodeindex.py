@@ -27,7 +27,6 @@ The same rule gives `requested`, the node's sum of requests as kube-scheduler's 
 
 from __future__ import annotations
 
-import operator
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -37,6 +36,7 @@ import numpy as np
 from magma.api.resources import CPU, MEMORY
 
 from ..framework import EventHandler, Session, TaskInfo, fastpath
+from ..framework.kept import Memo
 from . import _selectors as sel
 
 _TWO_INT64 = struct.Struct("=2q")
@@ -144,6 +144,22 @@ def parse_pod_terms(task: TaskInfo) -> PodTerms:
     t.toleration_key = tuple(_dump(x) for x in t.tolerations)
     t.preferred_key = tuple((w, _dump(p)) for w, p in t.preferred_terms)
     return t
+
+
+# Pod terms by pod shape, kept across sessions (fastpath.pod_terms_kept): `parse_pod_terms` reads the pod's labels,
+# namespace, node selector, affinity, tolerations and spread constraints alone, all of which its shape holds.
+_KEPT_TERMS = Memo(4096)
+
+
+def kept_pod_terms(task: TaskInfo) -> PodTerms:
+    """`parse_pod_terms(task)`, kept by the pod's shape (snapshot._shape) with fastpath.pod_terms_kept."""
+    shape = task.shape
+    if not fastpath.pod_terms_kept or task.pod is None or len(shape) < 6:
+        return parse_pod_terms(task)
+    got = _KEPT_TERMS.get(shape)
+    if got is None:
+        got = _KEPT_TERMS.keep(shape, parse_pod_terms(task))
+    return got
 
 
 def nonzero_extra(task: TaskInfo) -> tuple[int, int]:
@@ -278,6 +294,9 @@ class _NodeFacts:
         ]
         self.unschedulable = np.array([u for _, u in self.taint_classes], dtype=bool)[tc] if self.n else \
             np.zeros(0, dtype=bool)
+        # per toleration key: intolerable PreferNoSchedule taints per row, and whether any row has one (nodeorder)
+        self.taint_counts: dict[Hashable, np.ndarray] = {}
+        self.intolerable: dict[Hashable, bool] = {}
         tc.flags.writeable = False
         self.unschedulable.flags.writeable = False
 
@@ -306,9 +325,6 @@ class _RowTasks:
             a += x
             b += y
         self.nonzero = (a, b)
-
-    def holds(self, tasks: tuple) -> bool:
-        return len(self.tasks) == len(tasks) and all(map(operator.is_, self.tasks, tasks))
 
 
 class _PlacedRows:
@@ -385,7 +401,7 @@ class NodeIndex:
         key = task.shape if task.shape else ("task", task.uid)
         t = self._terms.get(key)
         if t is None:
-            t = self._terms[key] = parse_pod_terms(task)
+            t = self._terms[key] = kept_pod_terms(task)
         return t
 
     # ------------------------------------------------------------ label columns
@@ -573,7 +589,7 @@ class NodeIndex:
             i = nd.index
             tasks = tuple(nd.tasks.values())
             rec = records[i]
-            if rec is None or not rec.holds(tasks):
+            if rec is None or rec.tasks != tasks:  # the same task objects? (TaskInfo compares by identity)
                 rec = records[i] = _RowTasks(tasks)
             rows[i] = rec
             if removed and not removed.isdisjoint(rec.uids):
