@@ -246,6 +246,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
   sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
   the parse reads), as the node index already keeps them within a session.
+- `predicate_sums_kept` (`Session.predicate`): when every predicate plugin returns a result whose arrays are
+  read-only (the predicates plugin's kept verdicts over all rows), the combination of those very objects is kept
+  (read-only too) and given again for the same objects: it is a function of their contents, which cannot change.
 """
 
 from __future__ import annotations
@@ -305,6 +308,7 @@ settled_pass_skipped = True
 podgroup_quantities_shared = True
 water_fill_columns = True
 pod_terms_kept = True
+predicate_sums_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -317,7 +321,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
           "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
-          "pod_terms_kept")
+          "pod_terms_kept", "predicate_sums_kept")
 
 
 @contextmanager

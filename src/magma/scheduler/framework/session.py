@@ -9,6 +9,7 @@ the plugins' event handlers; a Statement records them so they can be committed o
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,6 +18,7 @@ import numpy as np
 from magma.api.resources import Resources
 
 from . import fastpath
+from .kept import Memo
 from .info import PREEMPTABLE, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
@@ -66,6 +68,33 @@ class PredicateResult:
 
     mask: np.ndarray  # over the candidate rows given
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (reason, failing mask) in order
+
+
+def _combined(results: list[PredicateResult], n: int) -> PredicateResult:
+    """The predicates' results over the same rows as one: a node fails on the first predicate it fails."""
+    ok = np.ones(n, dtype=bool)
+    reasons: list[tuple[str, np.ndarray]] = []
+    for r in results:
+        for reason, failing in r.reasons:
+            newly = failing & ok
+            if newly.any():
+                reasons.append((reason, newly))
+        ok &= r.mask
+    return PredicateResult(ok, reasons)
+
+
+def _read_only(r: PredicateResult, freeze: bool = False) -> bool:
+    """Whether the result's arrays are read-only (with `freeze`, made so first)."""
+    arrays = [r.mask, *(failing for _, failing in r.reasons)]
+    if freeze:
+        for a in arrays:
+            a.flags.writeable = False
+    return all(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays)
+
+
+# Combined predicate results by the plugins' own (fastpath.predicate_sums_kept): a plugin returning the same read-only
+# result again (predicates keeps its verdicts over all rows) gives the same combination.
+_COMBINED = Memo(1024)
 
 
 class Session:
@@ -441,17 +470,18 @@ class Session:
     # ---------------------------------------------------------------- nodes
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:
         """Run every enabled predicate over candidate rows; a node fails on the first predicate it fails."""
-        ok = np.ones(len(rows), dtype=bool)
-        reasons: list[tuple[str, np.ndarray]] = []
-        for tier in self._enabled("predicate"):
-            for _, fn in tier:
-                r: PredicateResult = fn(task, rows)
-                for reason, failing in r.reasons:
-                    newly = failing & ok
-                    if newly.any():
-                        reasons.append((reason, newly))
-                ok &= r.mask
-        return PredicateResult(ok, reasons)
+        results = [fn(task, rows) for tier in self._enabled("predicate") for _, fn in tier]
+        if not fastpath.predicate_sums_kept:
+            return _combined(results, len(rows))
+        key = (len(rows), *map(id, results))
+        got = _COMBINED.get(key)
+        if got is not None and all(map(operator.is_, got[0], results)):
+            return got[1]
+        combined = _combined(results, len(rows))
+        if all(_read_only(r) for r in results):  # results that cannot change give the same combination again
+            _read_only(combined, freeze=True)
+            _COMBINED.keep(key, (results, combined))  # (holding the results keeps their ids theirs)
+        return combined
 
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Sum of every enabled plugin's score for the candidate rows."""
