@@ -343,12 +343,14 @@ class _PlacedRows:
         st.n = len(nodes)
         st.row = dict(table.row)
         st.rows = [None] * len(nodes)
+        st.nonzero = None
         return st
 
     nodes: list
     n: int
     row: dict
     rows: "list[_RowTasks | None]"
+    nonzero: "np.ndarray | None"  # the records' NonZeroRequested extras as the scan's array (read-only)
 
 
 class NodeIndex:
@@ -585,12 +587,15 @@ class NodeIndex:
         removed = self._removed
         rows: list[_RowTasks] = [None] * self.n  # type: ignore[list-item]
         sums: list[tuple[int, int]] = [(0, 0)] * self.n
+        same = not removed  # every row's sums are its record's, and no record is new since `kept.nonzero`
         for nd in self.nodes:
             i = nd.index
             tasks = tuple(nd.tasks.values())
             rec = records[i]
             if rec is None or rec.tasks != tasks:  # the same task objects? (TaskInfo compares by identity)
                 rec = records[i] = _RowTasks(tasks)
+                same = False
+                kept.nonzero = None  # (made again below when no pod is removed)
             rows[i] = rec
             if removed and not removed.isdisjoint(rec.uids):
                 live = [t for t in tasks if t.pod is not None and t.uid not in removed]
@@ -609,7 +614,13 @@ class NodeIndex:
             sums[i] = rec.nonzero
         self._scan_rows = rows
         self._scan_removed = frozenset(removed)
+        if same and kept.nonzero is not None:
+            self._nonzero = kept.nonzero.copy()  # (the session changes its own copy)
+            return
         self._nonzero = np.array(sums, dtype=np.int64).reshape(self.n, 2)
+        if not removed:
+            kept.nonzero = self._nonzero.copy()
+            kept.nonzero.flags.writeable = False
 
     def _counted(self, uid: str, row: int) -> bool:
         """After a scan (before a build): is the task counted, as `uid in self._placed` would say?"""
@@ -629,8 +640,10 @@ class NodeIndex:
 
     def carried(self, kind: str) -> list[Carried]:
         """Distinct terms of this kind that some placed pod carries ("anti", "pref_aff", "pref_anti")."""
-        self._ready()
-        return [c for c in self._carried[kind].values() if c.total > 0]
+        if self._placed is None and self._scan_rows is None:
+            self._ready()
+        book = self._carried[kind]
+        return [c for c in book.values() if c.total > 0] if book else []
 
     def pod_counts(self, key: Hashable, match: Callable[[FactClass], bool]) -> np.ndarray:
         """Per node row, how many placed pods `match` (a predicate on the pod's facts); kept current."""
