@@ -493,12 +493,11 @@ class Session:
     def node_order_fns(self) -> list[Callable]:
         """The enabled score functions in the order node_scores adds them (per-task ones, then batch ones)."""
         got = self._enabled_cache.get("node_scores")
-        if got is None:
-            got = [[(point, fn) for point in ("node_order", "node_order_batch") for tier in self.tiers
-                    for opt in tier
-                    if (fn := self._fns[point].get(opt.name)) is not None and opt.enabled(FLAGS["node_order"])]]
+        if got is None:  # (kept until a score function is added: `add_fn`; callers only read it)
+            got = [fn for point in ("node_order", "node_order_batch") for tier in self.tiers for opt in tier
+                   if (fn := self._fns[point].get(opt.name)) is not None and opt.enabled(FLAGS["node_order"])]
             self._enabled_cache["node_scores"] = got
-        return [fn for _, fn in got[0]]
+        return got
 
     def predicate_key(self, task: TaskInfo) -> tuple | None:
         """What the enabled predicates read from `task` when they judge every node by that node alone (labels,
