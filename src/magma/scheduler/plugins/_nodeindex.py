@@ -766,8 +766,14 @@ class NodeIndex:
         if row is None:
             return
         self._removed.add(task.uid)
-        req = self.req()
-        req[row, : len(task.vec)] -= task.vec
+        req = self.requested
+        vec = task.vec
+        if req.shape[1] != len(vec):
+            req = self.req()
+        if len(vec) == req.shape[1]:  # (a row view: cheaper than the column slice)
+            req[row] -= vec
+        else:
+            req[row, : len(vec)] -= vec
         if self._placed is not None:
             if task.uid in self._placed:
                 self._remove(task.uid)
