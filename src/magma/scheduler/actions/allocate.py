@@ -708,15 +708,17 @@ class Allocator:
             if not jobs:
                 continue
             job = jobs.pop()
-            stmt = self.allocate_job(job, queue, self.tasks[job.uid])
-            if stmt is not None and ssn.job_ready(job):
+            stmt, ready = self.allocate_job(job, queue, self.tasks[job.uid])
+            if stmt is not None and ready:
                 self._commit(stmt)
                 if self.tasks[job.uid]:
                     jobs.push(job)
             queues.push(queue)
 
     # ------------------------------------------------------------ one job's turn
-    def allocate_job(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> Statement | None:
+    def allocate_job(self, job: JobInfo, queue: QueueInfo,
+                     tasks: deque[TaskInfo]) -> tuple[Statement | None, bool]:
+        """One turn of the job: its statement unless discarded, and whether the job is ready (JobReady)."""
         ssn = self.ssn
         if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
             return None
@@ -729,6 +731,7 @@ class Allocator:
         self._sensitive_jobs.setdefault(job.uid, turn_sensitive)
         self.sensitive = turn_sensitive
         blocked: TaskInfo | None = None  # a task the queue refused (its reason is written after the turn)
+        ready: bool | None = None  # JobReady since the last placement (it reads the tasks' states; None: not asked)
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
@@ -756,19 +759,22 @@ class Allocator:
             self.changed.append(row)
             self.version += 1
             self._log(row)
-            if ssn.job_ready(job):
+            ready = ssn.job_ready(job)
+            if ready:
                 break
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
-            if blocked is not None and not ssn.job_ready(job):
+        if ready is None:
+            ready = ssn.job_ready(job)
+        if ready or ssn.job_pipelined(job):
+            if blocked is not None and not ready:
                 reasons.record_queue_bound(ssn, queue, job, blocked)
-            return stmt
+            return stmt, ready
         self._logged(stmt)
         stmt.discard()
         if self.plan is not None:
             self.plan.job_unplaced(job)  # reserve for it, so that later jobs cannot keep it waiting
         if blocked is not None:
             reasons.record_queue_bound(ssn, queue, job, blocked)
-        return None
+        return None, False
 
     def _quota_stops(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
         """Would this turn place the tasks its queue's share lets in, have the queue refuse the next one, and fail

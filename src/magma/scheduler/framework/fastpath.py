@@ -200,8 +200,7 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   straightforward code asks a second time with nothing changed in between.
 - `preempt_gang_bound` (preempt): before a job's turn in phase 1, the placements the turn could make at most
   (`Evictor.cannot_pipeline`: per task request, the tasks each node's future idle plus everything its possible
-  victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible;
-  no more than the queue's share lets in when nothing of the queue can be evicted)
+  victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible)
   are compared with the placements JobPipelined needs before it can hold (`Session.pipeline_need`: gang's
   minAvailable less the ready and pipelined tasks). When fewer, the turn would place some tasks and discard them
   all: it is passed over as a failed turn, with no statement made.
@@ -249,6 +248,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   deserved less allocated along the queue's path) and the nodes hold k of them: its turn would place k tasks, have
   the queue refuse the next, fall short of JobReady and JobPipelined and discard them all. It is passed over with
   that outcome (nothing placed; the refused task's queue bound on the job, read after the discard as before).
+- `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
+  sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
+  the parse reads), as the node index already keeps them within a session.
+- `predicate_sums_kept` (`Session.predicate`): when every predicate plugin returns a result whose arrays are
+  read-only (the predicates plugin's kept verdicts over all rows), the combination of those very objects is kept
+  (read-only too) and given again for the same objects: it is a function of their contents, which cannot change.
 """
 
 from __future__ import annotations
@@ -308,6 +313,8 @@ light_podgroup_syncs = True
 settled_pass_skipped = True
 podgroup_quantities_shared = True
 water_fill_columns = True
+pod_terms_kept = True
+predicate_sums_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -320,7 +327,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "allocate_quota_bound", "pod_facts_kept", "index_moves_in_place",
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
-          "water_fill_columns")
+          "water_fill_columns", "pod_terms_kept", "predicate_sums_kept")
 
 
 @contextmanager
