@@ -721,7 +721,7 @@ class Allocator:
         """One turn of the job: its statement unless discarded, and whether the job is ready (JobReady)."""
         ssn = self.ssn
         if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
-            return None
+            return None, False
         stmt = Statement(ssn)
         groups: dict[tuple, Candidates] = {}
         self.changed = []
