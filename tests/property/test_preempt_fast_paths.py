@@ -173,3 +173,30 @@ def test_jobs_that_cannot_be_pipelined_are_passed_over_with_the_same_decisions(m
         fast = sessions(seed, 8, 6, True)
         assert fast == sessions(seed, 8, 6, False, switches=("preempt_gang_bound",)), seed
     assert sum(passed) >= 5 and not all(passed), (sum(passed), len(passed))
+
+
+def test_the_queue_share_bound_passes_over_turns_with_the_same_decisions(monkeypatch):
+    """Within fastpath.preempt_gang_bound, a turn that can evict nothing of its queue places no more tasks than the
+    queue's share lets in (`Evictor._quota_left`): that bound decides some turns here, with the same decisions."""
+    from magma.scheduler.actions import preempt
+
+    decided = []
+    judge, quota = preempt.Evictor.cannot_pipeline, preempt.Evictor._quota_left
+    left: list = []
+
+    def counting_quota(self, queue, task, cross):
+        left.append(quota(self, queue, task, cross))
+        return left[-1]
+
+    def counting(self, pjob, tasks, cross, need):
+        left.clear()
+        got = judge(self, pjob, tasks, cross, need)
+        if got and left and left[-1] is not None and left[-1] < need:
+            decided.append(pjob.uid)
+        return got
+
+    monkeypatch.setattr(preempt.Evictor, "_quota_left", counting_quota)
+    monkeypatch.setattr(preempt.Evictor, "cannot_pipeline", counting)
+    for seed in range(12):
+        assert sessions(seed, 8, 6, True) == sessions(seed, 8, 6, False, switches=("preempt_gang_bound",)), seed
+    assert decided

@@ -111,9 +111,10 @@ def _dump(obj) -> dict:
     return out
 
 
-def run(seed: int, n_nodes: int, n_pgs: int, n_jobs: int, fast: bool) -> tuple:
+def run(seed: int, n_nodes: int, n_pgs: int, n_jobs: int, fast: bool, switches: tuple[str, ...] = ()) -> tuple:
+    """The simulation's records, with every fast path (or those named) off unless `fast`."""
     sim = Simulation(scenario(seed, n_nodes, n_pgs, n_jobs), period=1.0, until=900)
-    with contextlib.nullcontext() if fast else fastpath.disabled():
+    with contextlib.nullcontext() if fast else fastpath.disabled(*switches):
         trace = sim.run()
     result = build_result(sim)
     result["summary"].pop("sessions")
@@ -209,3 +210,80 @@ spec:
     assert any(deleted_at <= t <= deleted_at + 1 for t in off[2])
     assert not any(deleted_at <= t <= deleted_at + 1 for t in on[2])
     assert set(on[2]) < set(off[2])
+
+
+SEED_DIR = Path(__file__).resolve().parents[2] / "examples" / "seed-h100"
+
+
+def seed_gangs(tmp: Path, seed: int, jobs: int) -> Scenario:
+    """The seed cluster (examples/seed-h100) with gangs of 2-4 pods x 4-8 GPUs (some elastic: minAvailable below the
+    pods) arriving in its team queues within an hour, team-nlp's first: more than the cluster and the teams' shares,
+    so that queues stop gangs part-way; some pinned to one node, so that a share may allow more than the nodes
+    hold."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(jobs):
+        pods, gpus, at = rng.choice([2, 4]), rng.choice([4, 8]), rng.randint(1, 3600)
+        # team-nlp first (its share then covers the cluster), the others later: their shares grow before the room
+        queue = "team-nlp" if at < 1200 else rng.choice(["team-nlp", "team-cv", "team-research"])
+        gang = rng.choice([pods, pods, rng.randint(1, pods)])
+        # some pinned to one of a few nodes: their queue's share may let in more than those nodes hold
+        pin = f"nodeSelector: {{kubernetes.io/hostname: h100-{rng.randint(0, 3)}}}" if rng.random() < 0.25 else ""
+        docs.append(f"""---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: g{i}
+  namespace: {queue}
+  annotations: {{sim.magma.io/submit-at: {at}s, sim.magma.io/duration: {rng.randint(600, 5400)}s}}
+spec:
+  queue: {queue}
+  minAvailable: {gang}
+  tasks:
+    - name: worker
+      replicas: {pods}
+      template:
+        spec:
+          {pin}
+          containers:
+            - name: c
+              resources: {{limits: {{nvidia.com/gpu: {gpus}, cpu: "{6 * gpus}", memory: {64 * gpus}Gi}}}}
+""")
+    path = tmp / "gangs.yaml"
+    path.write_text("".join(docs))
+    names = ("cluster.yaml", "queues.yaml", "scheduler-config.yaml")
+    return load_scenario([SEED_DIR / n for n in names] + [path])
+
+
+def _records(sim: Simulation) -> tuple:
+    result = build_result(sim)
+    result["summary"].pop("sessions")
+    result["summary"].pop("sessionLatencyMs")
+    events = [(e.time, e.type, e.reason, e.kind, e.key, e.message) for e in sim.cluster.events]
+    return json.dumps(result, sort_keys=True, default=str), events, sim.cluster.bindings, sim.cluster.evictions
+
+
+def test_gang_turns_the_queue_share_stops_are_passed_over_with_the_same_outcome(monkeypatch, tmp_path):
+    """fastpath.allocate_quota_bound passes over allocate turns that would place tasks and then meet the queue's
+    share (not only turns refused at once), and the simulations record the same as with every turn tried."""
+    from magma.scheduler.actions import allocate
+
+    judge = allocate.Allocator._quota_stops
+    placed_first: list[int] = []
+
+    def counting(self, job, queue, tasks):
+        k = self.ssn.allocatable_left(queue, tasks[0], exact=True) if tasks else None
+        got = judge(self, job, queue, tasks)
+        if got:
+            placed_first.append(k)
+        return got
+
+    monkeypatch.setattr(allocate.Allocator, "_quota_stops", counting)
+    for seed in range(3):
+        fast = Simulation(seed_gangs(tmp_path, seed, 90), until=7200)
+        fast.run()
+        slow = Simulation(seed_gangs(tmp_path, seed, 90), until=7200)
+        with fastpath.disabled("allocate_quota_bound"):
+            slow.run()
+        assert _records(fast) == _records(slow), seed
+    assert any(k >= 1 for k in placed_first), sorted(placed_first)

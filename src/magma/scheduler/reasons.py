@@ -8,6 +8,7 @@ simulator's report (seed pitfall 8: a gang failure always has a clear hint).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Any
@@ -21,6 +22,7 @@ from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskS
 S = TaskStatus
 
 
+@functools.lru_cache(maxsize=4096)
 def _amount(name: str, value: int) -> str:
     return Resources({name: int(value)}).quantity_text(name)
 
@@ -151,13 +153,19 @@ def ancestors(ssn: Session, name: str) -> list[str]:
     return out
 
 
+_BOUND = READY - {S.ALLOCATED}
+_PIPELINED = frozenset({S.PIPELINED})
+
+
 def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resources:
     """What the job still needs to start: the requests of its gang's missing tasks, counting only what is bound
     or pipelined (a gang half-placed in an open statement counts as not placed), or at least `task`'s request."""
-    placed = job.count(READY - {S.ALLOCATED}) + job.count({S.PIPELINED})
-    missing = job.min_available - placed
-    waiting = ssn.sorted_tasks([t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)])
-    need = Resources.sum(t.resreq for t in waiting[:max(missing, 0)])
+    placed = job.count(_BOUND) + job.count(_PIPELINED)
+    missing = max(job.min_available - placed, 0)
+    waiting = [t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)]
+    if 0 < missing < len(waiting):
+        waiting = ssn.sorted_tasks(waiting)  # the first ones in TaskOrder (any order sums all or none alike)
+    need = Resources.sum(t.resreq for t in waiting[:missing])
     if task is not None and need.is_empty():
         need = task.resreq
     return Resources({k: v for k, v in need.items() if k != PODS})

@@ -745,3 +745,40 @@ def test_verdicts_kept_with_the_node_facts_until_placed_pods_matter():
     after = second.plugins["predicates"].predicate(task(second, "w"), all_rows(second))
     assert after is not kept
     assert [n.name for n, ok in zip(second.node_list, after.mask) if not ok] == ["a0", "a1"]
+
+
+# ------------------------------------------------------ kept across sessions (pod_terms_kept, predicate_sums_kept)
+
+def test_pod_terms_are_kept_across_sessions_by_shape():
+    """fastpath.pod_terms_kept: a later session's index gives the terms parsed for a pod of that shape before, equal
+    to a fresh parse; off, each session parses again."""
+    from magma.scheduler.framework import fastpath
+    from magma.scheduler.plugins._nodeindex import NodeIndex, parse_pod_terms
+
+    objects = ZONES + [pod("w", labels={"app": "w"}, spec=anti({"app": "db"}))]
+    first, second = session(objects), session(objects)
+    a, b = task(first, "w"), task(second, "w")
+    assert a is not b and a.shape == b.shape
+    got = NodeIndex.of(first).terms(a)
+    assert NodeIndex.of(second).terms(b) is got
+    assert got == parse_pod_terms(b)
+    with fastpath.disabled("pod_terms_kept"):
+        assert NodeIndex.of(session(objects)).terms(b) is not got
+
+
+def test_predicate_combination_is_kept_for_the_same_read_only_results():
+    """fastpath.predicate_sums_kept: the same read-only plugin verdict gives the same (read-only) combination, equal
+    to the one made afresh; a writable verdict is combined anew every time."""
+    from magma.scheduler.framework import fastpath
+
+    ssn = session(ZONES + [pod("p", spec={"nodeSelector": {"zone": "a"}})])
+    t, rows = task(ssn, "p"), all_rows(ssn)
+    first = ssn.predicate(t, rows)
+    assert ssn.predicate(t, rows) is first and not first.mask.flags.writeable
+    with fastpath.disabled("predicate_sums_kept"):
+        fresh = ssn.predicate(t, rows)
+    assert fresh is not first
+    assert fresh.mask.tolist() == first.mask.tolist() == [True, True, False, False, False, False]
+    assert [(r, f.tolist()) for r, f in fresh.reasons] == [(r, f.tolist()) for r, f in first.reasons]
+    with fastpath.disabled("predicates_kept"):  # the plugin's verdict is made afresh (writable): no keeping
+        assert ssn.predicate(t, rows) is not ssn.predicate(t, rows)

@@ -708,16 +708,20 @@ class Allocator:
             if not jobs:
                 continue
             job = jobs.pop()
-            stmt = self.allocate_job(job, queue, self.tasks[job.uid])
-            if stmt is not None and ssn.job_ready(job):
+            stmt, ready = self.allocate_job(job, queue, self.tasks[job.uid])
+            if stmt is not None and ready:
                 self._commit(stmt)
                 if self.tasks[job.uid]:
                     jobs.push(job)
             queues.push(queue)
 
     # ------------------------------------------------------------ one job's turn
-    def allocate_job(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> Statement | None:
+    def allocate_job(self, job: JobInfo, queue: QueueInfo,
+                     tasks: deque[TaskInfo]) -> tuple[Statement | None, bool]:
+        """One turn of the job: its statement unless discarded, and whether the job is ready (JobReady)."""
         ssn = self.ssn
+        if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
+            return None, False
         stmt = Statement(ssn)
         groups: dict[tuple, Candidates] = {}
         self.changed = []
@@ -727,6 +731,7 @@ class Allocator:
         self._sensitive_jobs.setdefault(job.uid, turn_sensitive)
         self.sensitive = turn_sensitive
         blocked: TaskInfo | None = None  # a task the queue refused (its reason is written after the turn)
+        ready: bool | None = None  # JobReady since the last placement (it reads the tasks' states; None: not asked)
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
@@ -754,19 +759,57 @@ class Allocator:
             self.changed.append(row)
             self.version += 1
             self._log(row)
-            if ssn.job_ready(job):
+            ready = ssn.job_ready(job)
+            if ready:
                 break
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
-            if blocked is not None and not ssn.job_ready(job):
+        if ready is None:
+            ready = ssn.job_ready(job)
+        if ready or ssn.job_pipelined(job):
+            if blocked is not None and not ready:
                 reasons.record_queue_bound(ssn, queue, job, blocked)
-            return stmt
+            return stmt, ready
         self._logged(stmt)
         stmt.discard()
         if self.plan is not None:
             self.plan.job_unplaced(job)  # reserve for it, so that later jobs cannot keep it waiting
         if blocked is not None:
             reasons.record_queue_bound(ssn, queue, job, blocked)
-        return None
+        return None, False
+
+    def _quota_stops(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
+        """Would this turn place the tasks its queue's share lets in, have the queue refuse the next one, and fail
+        the gang? Then it is passed over with that turn's outcome: nothing placed, the refused task's queue bound on
+        the job (fastpath.allocate_quota_bound).
+
+        Exact when the tasks ask for the same and pass the same nodes (equal `Session.predicate_key`s: predicates
+        that judge each node alone), and their placements move no other node's predicates; when every Allocatable function says
+        how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each placement adding one
+        request to the allocations it compares); when the nodes the group passes hold k such tasks in their future
+        idle (a placement takes one task's room on one node: each of the first k finds a node); and when k
+        placements leave the job short of JobReady and JobPipelined (`Session.ready_need`, `pipeline_need`).
+        Without a reservation plan or node sampling."""
+        ssn = self.ssn
+        if self.plan is not None or self.sampling.enabled or not tasks:
+            return False
+        first = tasks[0]
+        k = ssn.allocatable_left(queue, first, exact=True)
+        if k is None or k >= len(tasks) or any(t.resreq != first.resreq for t in tasks):
+            return False
+        if ssn.ready_need(job) <= k or ssn.pipeline_need(job) <= k:
+            return False
+        if k:  # (k = 0: the queue refuses the first task, and so every task; nothing is placed)
+            key = ssn.predicate_key(first)
+            if key is None or any(placement_sensitive(t) or ssn.predicate_key(t) != key for t in tasks):
+                return False
+            dims = first.vec > 0
+            room = ssn.table.future_idle()[self.predicates.get(first).mask][:, dims]
+            if int((np.maximum(room, 0) // first.vec[dims]).min(axis=1).sum()) < k:
+                return False
+        self._sensitive_jobs.setdefault(job.uid, False)
+        blocked = tasks[k]
+        tasks.clear()  # (as the turn leaves them: it takes every task)
+        reasons.record_queue_bound(ssn, queue, job, blocked)
+        return True
 
 
 @action("allocate")

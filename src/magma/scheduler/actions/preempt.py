@@ -134,20 +134,36 @@ def _over(alloc: Resources, deserved: Resources) -> bool:
 
 
 class RunningWork:
-    """Who runs evictable work, per queue, for `preemption_candidate` (computed once per action)."""
+    """Who runs evictable work, per queue, for `preemption_candidate` (made once per action). The share figures are
+    read per queue when first asked: the deserved and allocated shares they give do not change in enqueue (admitting
+    allocates nothing) nor while preempt collects its preemptors."""
 
     def __init__(self, ssn: Session):
+        self.ssn = ssn
         self.min_priority: dict[str, int] = {}
         for job in ssn.jobs.values():
             if runs_evictable(job):
                 self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
-        self.figures = reasons.queue_figures(ssn)
-        self.over: list[str] = []
-        for q in sorted(self.min_priority):
-            qi = ssn.queues.get(q)
-            d, a = _figure(self.figures, q, "deserved"), _figure(self.figures, q, "allocated")
-            if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
-                self.over.append(q)
+        self._figures: dict[str, dict | None] = {}
+        self._over: list[str] | None = None
+
+    def figure(self, queue: str, key: str) -> Resources | None:
+        if queue not in self._figures:
+            self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
+        got = self._figures[queue]
+        return None if got is None else _figure({queue: got}, queue, key)
+
+    @property
+    def over(self) -> list[str]:
+        """The reclaimable queues running evictable work above their deserved share."""
+        if self._over is None:
+            self._over = []
+            for q in sorted(self.min_priority):
+                qi = self.ssn.queues.get(q)
+                d, a = self.figure(q, "deserved"), self.figure(q, "allocated")
+                if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
+                    self._over.append(q)
+        return self._over
 
 
 def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = None) -> bool:
@@ -162,8 +178,8 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     work = work or RunningWork(ssn)
     if work.min_priority.get(job.queue, job.priority) < job.priority:
         return True
-    deserved = _figure(work.figures, job.queue, "deserved")
-    alloc = _figure(work.figures, job.queue, "allocated")
+    deserved = work.figure(job.queue, "deserved")
+    alloc = work.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
     need = reasons.gang_need(ssn, job) if job.tasks else Resources(
@@ -779,7 +795,9 @@ class Evictor:
         job's queue nor of a queue open to a task entitled at the start (as place's first check asks), nothing
         is evicted in the turn and only its placements change the session, which add to the queue's allocation:
         entitlement stays, and a task its queue's Allocatable refuses at the start and that may not take across
-        queues is never placed (fastpath.preempt_gang_bound). Asked from the cheapest side: free room first."""
+        queues is never placed. A turn that can evict nothing of the job's queue also places no more tasks than the
+        queue's share lets in (`_quota_left`): each placement adds to the queue's allocation, nothing lowers it
+        (fastpath.preempt_gang_bound)."""
         ssn = self.ssn
         queue = ssn.queues[pjob.queue]
         groups: dict = {}
@@ -787,6 +805,15 @@ class Evictor:
             if not task.never_preempts:
                 got = groups.get(task.resreq)
                 groups[task.resreq] = (task, 1) if got is None else (got[0], got[1] + 1)
+        rows = np.arange(len(ssn.node_list))
+        by_votes = self._by_votes(pjob)
+        own = {r: self._voted_bound(task, pjob) if by_votes else self._queue_bound(pjob, rows)
+               for r, (task, _) in groups.items()}
+        if len(groups) == 1 and all(b is None for b in own.values()):
+            (task, _), = groups.values()
+            left = self._quota_left(queue, task, cross)
+            if left is not None and left < need:
+                return True  # the queue's share stops the turn before the gang is whole
         fut = ssn.table.future_idle()
 
         def placeable(task: TaskInfo, n: int, room: np.ndarray) -> int:
@@ -806,10 +833,6 @@ class Evictor:
                         if ssn.allocatable(queue, task) or may_take(r, task))
         if free_room >= need:
             return False  # free room alone might do
-        rows = np.arange(len(fut))
-        by_votes = self._by_votes(pjob)
-        own = {r: self._voted_bound(task, pjob) if by_votes else self._queue_bound(pjob, rows)
-               for r, (task, _) in groups.items()}
         if all(b is None for b in own.values()) and not any(
                 self._open_anywhere(pjob, self.entitlement(queue, task))
                 for r, (task, _) in groups.items() if may_take(r, task)):
@@ -829,6 +852,25 @@ class Evictor:
                     room = room + bound
             total += placeable(task, n, room)
         return total < need
+
+    def _quota_left(self, queue: QueueInfo, task: TaskInfo, cross: bool) -> int | None:
+        """At most how many tasks like `task` phase 1 can place in a turn that evicts nothing of `queue`, whose own
+        allocation then only grows by each placement: a placement in the queue needs its Allocatable
+        (`Session.allocatable_left`), one across queues its entitlement at the queue's own level (its allocation
+        with the task within its deserved share, by the share plugin's figures). None: no bound."""
+        in_queue = self.ssn.allocatable_left(queue, task)
+        if not cross:
+            return in_queue
+        if queue.state != "Open":
+            across = 0
+        else:
+            figs = self.live_figures(queue_chain(self.ssn, queue.name))
+            d, a = _figure(figs, queue.name, "deserved"), _figure(figs, queue.name, "allocated")
+            wanted = [(r, v) for r, v in task.resreq.items() if v > 0 and r != PODS]
+            if queue.name not in figs or d is None or a is None or not wanted:
+                return None  # (entitlement is then the Preemptive vote's, or unbounded)
+            across = max(0, min((d[r] - a[r]) // v for r, v in wanted))
+        return None if in_queue is None else max(in_queue, across)
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? Leaves `_entitled` as it was."""
@@ -1430,7 +1472,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
             cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
-            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, ssn.pipeline_need(job)):
+            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
                 turn_failed(ev, job)  # no placement is tried: the turn could not pipeline the job
                 continue
             stmt = Statement(ssn)

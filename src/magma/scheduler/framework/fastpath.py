@@ -244,6 +244,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   is the same per column (weighted part, min with realCapability and request, max with the floor, the met test,
   the remaining pool). The amounts are the same; a deserved vector may list its resources in another order, which
   nothing reads (Resources compare and hash by amounts; reports and reasons sort the names).
+- `allocate_quota_bound` (allocate): a gang job whose tasks are one group, when every Allocatable function says
+  how many more such tasks its queue's share lets in (k, `Session.allocatable_left(exact=True)`: proportion's
+  deserved less allocated along the queue's path) and the nodes hold k of them: its turn would place k tasks, have
+  the queue refuse the next, fall short of JobReady and JobPipelined and discard them all. It is passed over with
+  that outcome (nothing placed; the refused task's queue bound on the job, read after the discard as before).
+- `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
+  sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
+  the parse reads), as the node index already keeps them within a session.
+- `predicate_sums_kept` (`Session.predicate`): when every predicate plugin returns a result whose arrays are
+  read-only (the predicates plugin's kept verdicts over all rows), the combination of those very objects is kept
+  (read-only too) and given again for the same objects: it is a function of their contents, which cannot change.
 - `proportion_key_parts` (proportion's open, with proportion_memo and the job index): what the kept figures' key reads
   of each queue record (its part of the bounds key, its weight and priority, the resources its bounds name) is kept
   by the record object: a record is never changed once made (the incremental snapshot makes a new one for a Queue
@@ -316,6 +327,7 @@ proportion_skeleton = True
 preempt_figures_memo = True
 preempt_fit_once = True
 preempt_gang_bound = True
+allocate_quota_bound = True
 pod_facts_kept = True
 index_moves_in_place = True
 queue_sync_recounted = True
@@ -323,6 +335,8 @@ light_podgroup_syncs = True
 settled_pass_skipped = True
 podgroup_quantities_shared = True
 water_fill_columns = True
+pod_terms_kept = True
+predicate_sums_kept = True
 proportion_key_parts = True
 proportion_attrs_lent = True
 queue_status_writes_kept = True
@@ -337,10 +351,10 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept", "fast_template_copy",
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
-          "preempt_fit_once", "preempt_gang_bound", "pod_facts_kept", "index_moves_in_place", "queue_sync_recounted",
-          "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared", "water_fill_columns",
-          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept",
-          "plugin_flags_kept")
+          "preempt_fit_once", "preempt_gang_bound", "allocate_quota_bound", "pod_facts_kept", "index_moves_in_place",
+          "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
+          "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
+          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept")
 
 
 @contextmanager

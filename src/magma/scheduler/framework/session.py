@@ -9,6 +9,7 @@ the plugins' event handlers; a Statement records them so they can be committed o
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,6 +18,7 @@ import numpy as np
 from magma.api.resources import Resources
 
 from . import fastpath
+from .kept import Memo
 from .info import PREEMPTABLE, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
@@ -66,6 +68,33 @@ class PredicateResult:
 
     mask: np.ndarray  # over the candidate rows given
     reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (reason, failing mask) in order
+
+
+def _combined(results: list[PredicateResult], n: int) -> PredicateResult:
+    """The predicates' results over the same rows as one: a node fails on the first predicate it fails."""
+    ok = np.ones(n, dtype=bool)
+    reasons: list[tuple[str, np.ndarray]] = []
+    for r in results:
+        for reason, failing in r.reasons:
+            newly = failing & ok
+            if newly.any():
+                reasons.append((reason, newly))
+        ok &= r.mask
+    return PredicateResult(ok, reasons)
+
+
+def _read_only(r: PredicateResult, freeze: bool = False) -> bool:
+    """Whether the result's arrays are read-only (with `freeze`, made so first)."""
+    arrays = [r.mask, *(failing for _, failing in r.reasons)]
+    if freeze:
+        for a in arrays:
+            a.flags.writeable = False
+    return all(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays)
+
+
+# Combined predicate results by the plugins' own (fastpath.predicate_sums_kept): a plugin returning the same read-only
+# result again (predicates keeps its verdicts over all rows) gives the same combination.
+_COMBINED = Memo(1024)
 
 
 class Session:
@@ -142,6 +171,9 @@ class Session:
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
             self._enabled_cache.pop("row_state", None)
+            self._enabled_cache.pop("score_key", None)
+        if point == "predicate":
+            self._enabled_cache.pop("predicate_key", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -325,13 +357,14 @@ class Session:
         return self.permit_vote("job_pipelined", job)
 
     def pipeline_need(self, job: JobInfo) -> int:
-        """The fewest more placements (allocated or pipelined tasks) before JobPipelined can hold for `job`: at least 1.
+        """The fewest more placements (allocated or pipelined tasks) before JobPipelined can hold for `job`.
 
         A vote function says so with an attribute `placements_needed(job)`, promising to refuse until the job has
         that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
-        no later one. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`)."""
-        need = 1
+        no later one. 0 when none says. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`, allocate's
+        `_quota_stops`)."""
+        need = 0
         for tier in self._enabled("job_pipelined"):
             if not tier:
                 continue
@@ -341,6 +374,35 @@ class Session:
                     need = max(need, bound(job))
             break
         return need
+
+    def ready_need(self, job: JobInfo) -> int:
+        """The fewest more placements before JobReady can hold for `job` (every function must say yes): the most any
+        function promises with an attribute `placements_needed(job)`; 0 when none says."""
+        need = 0
+        for fn in self._enabled_fns("job_ready"):
+            bound = getattr(fn, "placements_needed", None)
+            if bound is not None:
+                need = max(need, bound(job))
+        return need
+
+    def allocatable_left(self, queue: QueueInfo, task: TaskInfo, exact: bool = False) -> int | None:
+        """How many more tasks with `task`'s request Allocatable allows in `queue` while allocations only grow.
+
+        A plugin says so with a method `placements_left(queue, task, own_level_only)` (None: no bound). Allocatable
+        needs every function, so the least answer holds. By default an upper bound that counts the queue's own level
+        only (taking from other queues may lower its ancestors': preempt's `Evictor.cannot_pipeline`); `exact`: the
+        number itself, over the whole path, or None unless every function says (allocate's `_quota_stops`)."""
+        least = None
+        for fn in self._enabled_fns("allocatable"):
+            left_of = getattr(getattr(fn, "__self__", None), "placements_left", None)
+            left = left_of(queue, task, not exact) if left_of is not None else None
+            if left is None:
+                if exact:
+                    return None
+                continue
+            if least is None or left < least:
+                least = left
+        return least
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self.permit_vote("job_enqueueable", job)
@@ -443,17 +505,18 @@ class Session:
     # ---------------------------------------------------------------- nodes
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:
         """Run every enabled predicate over candidate rows; a node fails on the first predicate it fails."""
-        ok = np.ones(len(rows), dtype=bool)
-        reasons: list[tuple[str, np.ndarray]] = []
-        for tier in self._enabled("predicate"):
-            for _, fn in tier:
-                r: PredicateResult = fn(task, rows)
-                for reason, failing in r.reasons:
-                    newly = failing & ok
-                    if newly.any():
-                        reasons.append((reason, newly))
-                ok &= r.mask
-        return PredicateResult(ok, reasons)
+        results = [fn(task, rows) for tier in self._enabled("predicate") for _, fn in tier]
+        if not fastpath.predicate_sums_kept:
+            return _combined(results, len(rows))
+        key = (len(rows), *map(id, results))
+        got = _COMBINED.get(key)
+        if got is not None and all(map(operator.is_, got[0], results)):
+            return got[1]
+        combined = _combined(results, len(rows))
+        if all(_read_only(r) for r in results):  # results that cannot change give the same combination again
+            _read_only(combined, freeze=True)
+            _COMBINED.keep(key, (results, combined))  # (holding the results keeps their ids theirs)
+        return combined
 
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Sum of every enabled plugin's score for the candidate rows."""
@@ -465,12 +528,11 @@ class Session:
     def node_order_fns(self) -> list[Callable]:
         """The enabled score functions in the order node_scores adds them (per-task ones, then batch ones)."""
         got = self._enabled_cache.get("node_scores")
-        if got is None:
-            got = [[(point, fn) for point in ("node_order", "node_order_batch") for tier in self.tiers
-                    for opt in tier
-                    if (fn := self._fns[point].get(opt.name)) is not None and opt.enabled(FLAGS["node_order"])]]
+        if got is None:  # (kept until a score function is added: `add_fn`; callers only read it)
+            got = [fn for point in ("node_order", "node_order_batch") for tier in self.tiers for opt in tier
+                   if (fn := self._fns[point].get(opt.name)) is not None and opt.enabled(FLAGS["node_order"])]
             self._enabled_cache["node_scores"] = got
-        return [fn for _, fn in got[0]]
+        return got
 
     def predicate_key(self, task: TaskInfo) -> tuple | None:
         """What the enabled predicates read from `task` when they judge every node by that node alone (labels,
@@ -478,14 +540,20 @@ class Session:
         plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
         the same nodes."""
         keys = []
-        for tier in self._enabled("predicate"):
-            for _, fn in tier:
-                predicate_key = getattr(getattr(fn, "__self__", None), "predicate_key", None)
-                key = predicate_key(task) if predicate_key is not None else None
-                if key is None:
-                    return None
-                keys.append(key)
+        for predicate_key in self._key_methods("predicate_key", [fn for tier in self._enabled("predicate")
+                                                                 for _, fn in tier]):
+            key = predicate_key(task) if predicate_key is not None else None
+            if key is None:
+                return None
+            keys.append(key)
         return tuple(keys)
+
+    def _key_methods(self, name: str, fns: list[Callable]) -> list[Callable | None]:
+        """Per function of `fns` (asked again only when they change: `add_fn`), its plugin's method `name` or None."""
+        got = self._enabled_cache.get(name)
+        if got is None:
+            got = self._enabled_cache[name] = [getattr(getattr(fn, "__self__", None), name, None) for fn in fns]
+        return got
 
     def node_scores_key(self, task: TaskInfo) -> tuple | None:
         """What the enabled score functions read from `task`, when each scores every node from that node's own
@@ -497,8 +565,7 @@ class Session:
         scores on nodes in equal state, so an action may keep scores across jobs, re-score only the nodes whose
         state changed, and score each distinct node state once (allocate's shared groups)."""
         keys = []
-        for fn in self.node_order_fns():
-            score_key = getattr(getattr(fn, "__self__", None), "score_key", None)
+        for score_key in self._key_methods("score_key", self.node_order_fns()):
             key = score_key(task) if score_key is not None else None
             if key is None:
                 return None

@@ -27,7 +27,6 @@ The same rule gives `requested`, the node's sum of requests as kube-scheduler's 
 
 from __future__ import annotations
 
-import operator
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -37,6 +36,7 @@ import numpy as np
 from magma.api.resources import CPU, MEMORY
 
 from ..framework import EventHandler, Session, TaskInfo, fastpath
+from ..framework.kept import Memo
 from . import _selectors as sel
 
 _TWO_INT64 = struct.Struct("=2q")
@@ -144,6 +144,22 @@ def parse_pod_terms(task: TaskInfo) -> PodTerms:
     t.toleration_key = tuple(_dump(x) for x in t.tolerations)
     t.preferred_key = tuple((w, _dump(p)) for w, p in t.preferred_terms)
     return t
+
+
+# Pod terms by pod shape, kept across sessions (fastpath.pod_terms_kept): `parse_pod_terms` reads the pod's labels,
+# namespace, node selector, affinity, tolerations and spread constraints alone, all of which its shape holds.
+_KEPT_TERMS = Memo(4096)
+
+
+def kept_pod_terms(task: TaskInfo) -> PodTerms:
+    """`parse_pod_terms(task)`, kept by the pod's shape (snapshot._shape) with fastpath.pod_terms_kept."""
+    shape = task.shape
+    if not fastpath.pod_terms_kept or task.pod is None or len(shape) < 6:
+        return parse_pod_terms(task)
+    got = _KEPT_TERMS.get(shape)
+    if got is None:
+        got = _KEPT_TERMS.keep(shape, parse_pod_terms(task))
+    return got
 
 
 def nonzero_extra(task: TaskInfo) -> tuple[int, int]:
@@ -278,6 +294,9 @@ class _NodeFacts:
         ]
         self.unschedulable = np.array([u for _, u in self.taint_classes], dtype=bool)[tc] if self.n else \
             np.zeros(0, dtype=bool)
+        # per toleration key: intolerable PreferNoSchedule taints per row, and whether any row has one (nodeorder)
+        self.taint_counts: dict[Hashable, np.ndarray] = {}
+        self.intolerable: dict[Hashable, bool] = {}
         tc.flags.writeable = False
         self.unschedulable.flags.writeable = False
 
@@ -307,9 +326,6 @@ class _RowTasks:
             b += y
         self.nonzero = (a, b)
 
-    def holds(self, tasks: tuple) -> bool:
-        return len(self.tasks) == len(tasks) and all(map(operator.is_, self.tasks, tasks))
-
 
 class _PlacedRows:
     """Per node row, its last `_RowTasks`, kept across sessions (fast path `placed_rows_kept`) while the session's
@@ -327,12 +343,14 @@ class _PlacedRows:
         st.n = len(nodes)
         st.row = dict(table.row)
         st.rows = [None] * len(nodes)
+        st.nonzero = None
         return st
 
     nodes: list
     n: int
     row: dict
     rows: "list[_RowTasks | None]"
+    nonzero: "np.ndarray | None"  # the records' NonZeroRequested extras as the scan's array (read-only)
 
 
 class NodeIndex:
@@ -385,7 +403,7 @@ class NodeIndex:
         key = task.shape if task.shape else ("task", task.uid)
         t = self._terms.get(key)
         if t is None:
-            t = self._terms[key] = parse_pod_terms(task)
+            t = self._terms[key] = kept_pod_terms(task)
         return t
 
     # ------------------------------------------------------------ label columns
@@ -569,12 +587,15 @@ class NodeIndex:
         removed = self._removed
         rows: list[_RowTasks] = [None] * self.n  # type: ignore[list-item]
         sums: list[tuple[int, int]] = [(0, 0)] * self.n
+        same = not removed  # every row's sums are its record's, and no record is new since `kept.nonzero`
         for nd in self.nodes:
             i = nd.index
             tasks = tuple(nd.tasks.values())
             rec = records[i]
-            if rec is None or not rec.holds(tasks):
+            if rec is None or rec.tasks != tasks:  # the same task objects? (TaskInfo compares by identity)
                 rec = records[i] = _RowTasks(tasks)
+                same = False
+                kept.nonzero = None  # (made again below when no pod is removed)
             rows[i] = rec
             if removed and not removed.isdisjoint(rec.uids):
                 live = [t for t in tasks if t.pod is not None and t.uid not in removed]
@@ -593,7 +614,13 @@ class NodeIndex:
             sums[i] = rec.nonzero
         self._scan_rows = rows
         self._scan_removed = frozenset(removed)
+        if same and kept.nonzero is not None:
+            self._nonzero = kept.nonzero.copy()  # (the session changes its own copy)
+            return
         self._nonzero = np.array(sums, dtype=np.int64).reshape(self.n, 2)
+        if not removed:
+            kept.nonzero = self._nonzero.copy()
+            kept.nonzero.flags.writeable = False
 
     def _counted(self, uid: str, row: int) -> bool:
         """After a scan (before a build): is the task counted, as `uid in self._placed` would say?"""
@@ -613,8 +640,10 @@ class NodeIndex:
 
     def carried(self, kind: str) -> list[Carried]:
         """Distinct terms of this kind that some placed pod carries ("anti", "pref_aff", "pref_anti")."""
-        self._ready()
-        return [c for c in self._carried[kind].values() if c.total > 0]
+        if self._placed is None and self._scan_rows is None:
+            self._ready()
+        book = self._carried[kind]
+        return [c for c in book.values() if c.total > 0] if book else []
 
     def pod_counts(self, key: Hashable, match: Callable[[FactClass], bool]) -> np.ndarray:
         """Per node row, how many placed pods `match` (a predicate on the pod's facts); kept current."""
@@ -737,8 +766,14 @@ class NodeIndex:
         if row is None:
             return
         self._removed.add(task.uid)
-        req = self.req()
-        req[row, : len(task.vec)] -= task.vec
+        req = self.requested
+        vec = task.vec
+        if req.shape[1] != len(vec):
+            req = self.req()
+        if len(vec) == req.shape[1]:  # (a row view: cheaper than the column slice)
+            req[row] -= vec
+        else:
+            req[row, : len(vec)] -= vec
         if self._placed is not None:
             if task.uid in self._placed:
                 self._remove(task.uid)

@@ -90,6 +90,12 @@ def placements_needed(job: JobInfo) -> int:
     return max(0, job.min_available - pipelined_num(job) - ready_num(job) - pending_best_effort(job))
 
 
+def ready_needed(job: JobInfo) -> int:
+    """How many more tasks must be placed before the JobReady vote can hold (Session.ready_need): a placement adds
+    at most one to the ready count it compares with minAvailable."""
+    return max(0, job.min_available - ready_num(job) - pending_best_effort(job))
+
+
 def is_starving(job: JobInfo) -> bool:
     return job.memo("gang.is_starving", _is_starving)
 
@@ -251,7 +257,12 @@ class GangPlugin:
         ssn.add_fn("preemptable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
         ssn.add_fn("reclaimable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
         ssn.add_fn("job_order", NAME, job_order)
-        ssn.add_fn("job_ready", NAME, lambda job: task_ready(job) and is_ready(job))
+
+        def ready_vote(job: JobInfo) -> bool:
+            return task_ready(job) and is_ready(job)
+
+        ready_vote.placements_needed = ready_needed  # type: ignore[attr-defined]
+        ssn.add_fn("job_ready", NAME, ready_vote)
 
         def pipelined_vote(job: JobInfo) -> int:
             return PERMIT if task_pipelined(job) and is_pipelined(job) else REJECT

@@ -107,8 +107,9 @@ class NodeOrder:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.index = NodeIndex.of(ssn)
-        self._taint_counts: dict[Any, np.ndarray] = {}
-        self._intolerable: dict[Any, bool] = {}  # per toleration key: does some node have a taint it scores down?
+        # per toleration key, over the nodes alone: kept with the index's node facts (across sessions)
+        self._taint_counts: dict[Any, np.ndarray] = self.index.facts.taint_counts
+        self._intolerable: dict[Any, bool] = self.index.facts.intolerable  # does some node have a taint it scores down?
         self._pref_rows: dict[Any, np.ndarray] = {}
         self._pod_req: dict[str, tuple] = {}
         self._score_keys: dict[str, tuple[int, tuple | None]] = {}  # task uid -> (carried version, score key)
@@ -279,6 +280,7 @@ class NodeOrder:
             tol = pt.tolerations
             full = self.index.taint_class_values(lambda taints, _u: sel.count_intolerable(taints, tol),
                                                  dtype=np.int64)
+            full.flags.writeable = False  # shared by later sessions
             self._taint_counts[pt.toleration_key] = full
         return default_normalize(full[rows], reverse=True)
 

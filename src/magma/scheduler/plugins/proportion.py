@@ -574,6 +574,22 @@ class ProportionPlugin:
                     return False
         return True
 
+    def placements_left(self, queue: QueueInfo, task: TaskInfo, own_level_only: bool = False) -> int | None:
+        """How many more tasks with `task`'s request Allocatable allows in `queue` while allocations only grow
+        (Session.allocatable_left): the least, over the queue and its ancestors below root (the queue alone with
+        `own_level_only`) and the resources the task asks for, of deserved less allocated in such requests. Exact
+        over the whole path: each placement adds the request at every level. None: no bound."""
+        if queue.state != "Open" or not self.tree.is_leaf(queue.name):
+            return 0
+        wanted = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
+        levels = [at for at in self._path(queue.name) if at.name != ROOT]
+        if own_level_only:
+            levels = [at for at in levels if at.name == queue.name]
+        if not wanted or not levels:
+            return None
+        return max(0, min((at.deserved._v.get(r, 0) - at.allocated._v.get(r, 0)) // q
+                          for at in levels for r, q in wanted))
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Whether the queue may reclaim for `task`: Open, a leaf, and within its own deserved with the task.
 
