@@ -782,12 +782,12 @@ class Allocator:
         the job (fastpath.allocate_quota_bound).
 
         Exact when the tasks ask for the same and pass the same nodes (equal `Session.predicate_key`s: predicates
-        that judge each node alone), and their placements move no other node's predicates; when every Allocatable function says
-        how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each placement adding one
-        request to the allocations it compares); when the nodes the group passes hold k such tasks in their future
-        idle (a placement takes one task's room on one node: each of the first k finds a node); and when k
-        placements leave the job short of JobReady and JobPipelined (`Session.ready_need`, `pipeline_need`).
-        Without a reservation plan or node sampling."""
+        that judge each node alone), and their placements move no other node's predicates; when every Allocatable
+        function says how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each
+        placement adding one request to the allocations it compares); when the nodes the tasks pass hold k of them
+        in their future idle (a placement takes one task's room on one node: each of the first k finds a node);
+        and when k placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
+        `pipeline_need`). Without a reservation plan or node sampling."""
         ssn = self.ssn
         if self.plan is not None or self.sampling.enabled or not tasks:
             return False

@@ -873,7 +873,8 @@ class Evictor:
         return None if in_queue is None else max(in_queue, across)
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
-        """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? Leaves `_entitled` as it was."""
+        """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? (`_entitled` is left as it
+        was.)"""
         before, self._entitled = self._entitled, entitled
         try:
             return any(self._open_to(pjob, q) for q in self.jobs_by_queue())
