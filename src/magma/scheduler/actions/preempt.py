@@ -150,8 +150,7 @@ class RunningWork:
     def figure(self, queue: str, key: str) -> Resources | None:
         if queue not in self._figures:
             self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
-        got = self._figures[queue]
-        return None if got is None else _figure({queue: got}, queue, key)
+        return _figure(self._figures, queue, key)
 
     @property
     def over(self) -> list[str]:
@@ -685,8 +684,8 @@ class Evictor:
             # Which queues a plan may take from, and whether free room is a plan, depend neither on the predicates
             # nor on the victim index: with neither, fail before them.
             self._entitled = self.entitlement(queue, task)
-            if not (self._entitled[1] >= len(self._entitled[0]) and (fut >= vec).all(axis=1).any()) and not any(
-                    self._open_to(pjob, q) for q in self.jobs_by_queue()):
+            if not (self._entitled[1] >= len(self._entitled[0]) and (fut >= vec).all(axis=1).any()) and \
+                    not self._open_anywhere(pjob, self._entitled):
                 return False
         idx = self.victim_index(pjob, task, scope)
         room = ((fut + idx.evictable) >= vec).all(axis=1)
@@ -842,8 +841,7 @@ class Evictor:
             chain = queue_chain(ssn, pjob.queue)
             most = (chain, len(chain))
             if self._open_anywhere(pjob, most):
-                self._entitled = most  # (place sets it again before reading it)
-                extra = self._cross_bound(pjob, rows)
+                extra = self._cross_bound(pjob, rows, most)
         total = 0
         for r, (task, n) in groups.items():
             room = fut
@@ -873,13 +871,8 @@ class Evictor:
         return None if in_queue is None else max(in_queue, across)
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
-        """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement? (`_entitled` is left as it
-        was.)"""
-        before, self._entitled = self._entitled, entitled
-        try:
-            return any(self._open_to(pjob, q) for q in self.jobs_by_queue())
-        finally:
-            self._entitled = before
+        """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement?"""
+        return any(self._open_to(pjob, q, entitled) for q in self.jobs_by_queue())
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
@@ -912,7 +905,7 @@ class Evictor:
             else:
                 bound = self._queue_bound(pjob, rows)
         else:
-            bound = self._cross_bound(pjob, rows)
+            bound = self._cross_bound(pjob, rows, self._entitled)
         return self._can_plan(task, fut[rows], bound, free, free_ok)
 
     def _can_plan(self, task: TaskInfo, fut: np.ndarray, bound: np.ndarray | None, free: np.ndarray,
@@ -985,14 +978,14 @@ class Evictor:
         self._voted[key] = (self.version, total)
         return total
 
-    def _cross_bound(self, pjob: JobInfo, rows: np.ndarray) -> np.ndarray | None:
+    def _cross_bound(self, pjob: JobInfo, rows: np.ndarray, entitled: tuple[list[str], int]) -> np.ndarray | None:
         """Over `rows`, what the candidates of scope "cross" could free at most: victims of the queues in the
         preemptor's cross index that `_constraints_ok` does not refuse outright (`_queue_blocked`), with the
         Bound tasks a whole-job eviction adds. None when there are none."""
         by_queue = self._queue_index()
         parts = []
         for q, idx in by_queue.items():
-            if not self._open_to(pjob, q):
+            if not self._open_to(pjob, q, entitled):
                 continue
             parts.append(idx.evictable[rows])
             extra = self._whole_extra.get(q)
@@ -1002,10 +995,10 @@ class Evictor:
             return None
         return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
 
-    def _open_to(self, pjob: JobInfo, q: str) -> bool:
-        """Whether a preemptor of `pjob` may take from queue `q` across queues (as `self._entitled` stands): another
-        queue, in a reclaimable branch, that `_constraints_ok` does not refuse outright."""
-        pchain, level = self._entitled
+    def _open_to(self, pjob: JobInfo, q: str, entitled: tuple[list[str], int]) -> bool:
+        """Whether a preemptor of `pjob` entitled so far up its chain (`entitlement`) may take from queue `q` across
+        queues: another queue, in a reclaimable branch, that `_constraints_ok` does not refuse outright."""
+        pchain, level = entitled
         return (q != pjob.queue and self._reclaimable_branch(q, set(queue_chain(self.ssn, pjob.queue)))
                 and not self._queue_blocked(q, pchain, level))
 
@@ -1427,22 +1420,12 @@ def finish_job(ssn: Session, ev: Evictor, stmt: Statement, job: JobInfo) -> bool
                 job.reason = f"{len(placed)} pod(s) pipelined onto {nodes} node(s) by {ev.reason}; bound next session"
             return True
         ev.discard(stmt)
-        turn_failed(ev, job)
+        if settled(job):
+            ev.unsettled.discard(job.uid)  # nothing of it placed for good: it may be a victim again
         return False
     finally:
-        _drop_job_indexes(ev)
-
-
-def turn_failed(ev: Evictor, job: JobInfo) -> None:
-    """After a job's turn that placed nothing for good: a settled job may be a victim again."""
-    if settled(job):
-        ev.unsettled.discard(job.uid)
-    _drop_job_indexes(ev)
-
-
-def _drop_job_indexes(ev: Evictor) -> None:
-    for key in [k for k in ev.index if k.startswith("job/")]:
-        del ev.index[key]
+        for key in [k for k in ev.index if k.startswith("job/")]:
+            del ev.index[key]
 
 
 def _remaining_same(tasks: list[TaskInfo], task: TaskInfo) -> int:
@@ -1473,10 +1456,10 @@ def preempt(ssn: Session, arguments: dict) -> None:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
             cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
-            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
-                turn_failed(ev, job)  # no placement is tried: the turn could not pipeline the job
-                continue
             stmt = Statement(ssn)
+            if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
+                finish_job(ssn, ev, stmt, job)  # no placement is tried: the turn could not pipeline the job
+                continue
             failed: set = set()  # groups of identical tasks that found no room since the last placement
             while tasks and starving(ssn, job):
                 task = tasks.pop(0)

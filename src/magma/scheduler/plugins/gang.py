@@ -73,7 +73,7 @@ def is_ready(job: JobInfo) -> bool:
 
 
 def _is_ready(job: JobInfo) -> bool:
-    return ready_num(job) + pending_best_effort(job) >= job.min_available
+    return ready_needed(job) == 0
 
 
 def is_pipelined(job: JobInfo) -> bool:
@@ -81,7 +81,7 @@ def is_pipelined(job: JobInfo) -> bool:
 
 
 def _is_pipelined(job: JobInfo) -> bool:
-    return pipelined_num(job) + ready_num(job) + pending_best_effort(job) >= job.min_available
+    return placements_needed(job) == 0
 
 
 def placements_needed(job: JobInfo) -> int:
@@ -94,6 +94,18 @@ def ready_needed(job: JobInfo) -> int:
     """How many more tasks must be placed before the JobReady vote can hold (Session.ready_need): a placement adds
     at most one to the ready count it compares with minAvailable."""
     return max(0, job.min_available - ready_num(job) - pending_best_effort(job))
+
+
+def ready_vote(job: JobInfo) -> bool:
+    return task_ready(job) and is_ready(job)
+
+
+def pipelined_vote(job: JobInfo) -> int:
+    return PERMIT if task_pipelined(job) and is_pipelined(job) else REJECT
+
+
+ready_vote.placements_needed = ready_needed  # type: ignore[attr-defined]
+pipelined_vote.placements_needed = placements_needed  # type: ignore[attr-defined]
 
 
 def is_starving(job: JobInfo) -> bool:
@@ -257,17 +269,7 @@ class GangPlugin:
         ssn.add_fn("preemptable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
         ssn.add_fn("reclaimable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
         ssn.add_fn("job_order", NAME, job_order)
-
-        def ready_vote(job: JobInfo) -> bool:
-            return task_ready(job) and is_ready(job)
-
-        ready_vote.placements_needed = ready_needed  # type: ignore[attr-defined]
         ssn.add_fn("job_ready", NAME, ready_vote)
-
-        def pipelined_vote(job: JobInfo) -> int:
-            return PERMIT if task_pipelined(job) and is_pipelined(job) else REJECT
-
-        pipelined_vote.placements_needed = placements_needed  # type: ignore[attr-defined]
         ssn.add_fn("job_pipelined", NAME, pipelined_vote)
         ssn.add_fn("job_starving", NAME, is_starving)
 
