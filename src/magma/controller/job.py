@@ -1951,19 +1951,18 @@ class JobController:
         """Objects owned by a Job this controller knew and that is gone (Kubernetes' garbage collector)."""
         index = self._job_index()
         known_since, self._known_since = self._known_since, set()
+        left: set[str] = set()
+        rebuilt = True
         if index is not None:
             # After a look, every known uid is live; a known uid is gone now if it was added since, or if a Job
             # held it then and none does now (it left).
             index.refresh()
             left, rebuilt = index.take_left()
-            if rebuilt:
-                live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
-                gone = self._known_uids - live
-            else:
-                gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
-        else:
+        if index is None or rebuilt:
             live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
             gone = self._known_uids - live
+        else:
+            gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
         if not gone:
             return
         buckets: list[list[Object]]
