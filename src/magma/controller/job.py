@@ -1741,7 +1741,7 @@ class JobController:
                 not self._podgroup_changes_nothing(ctx, seen, pg):
             return False
         self._pg_phase[ctx.key] = pg.status.phase  # what `_observe_podgroup` notes
-        self._podgroup_pending_event(ctx)
+        self._podgroup_pending_event(ctx, pg)
         self._ttl(ctx)
         return True
 
@@ -1755,8 +1755,10 @@ class JobController:
             return False
         return not self._podgroup_spec_updates(pg, self._desired_pg(ctx))
 
-    def _podgroup_pending_event(self, ctx: _Ctx) -> None:
-        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+    def _podgroup_pending_event(self, ctx: _Ctx, pg: Object | None = None) -> None:
+        """`pg`: the job's PodGroup when the caller has just read it (None: read it here)."""
+        if pg is None:
+            pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
         if not isinstance(pg, PodGroup):
             return
         latest = None
