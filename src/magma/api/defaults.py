@@ -112,7 +112,6 @@ def default_job(job: Job, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Job:
     return new
 
 
-
 def job_defaults_missing(job: Job) -> bool:
     """True when `default_job` would set something on this job; False means `default_job(job)` has the same spec
     (every default it fills in is already there), so a caller can skip the copy. Mirrors default_job's tests."""
@@ -132,6 +131,7 @@ def job_defaults_missing(job: Job) -> bool:
         if "mpi" in plugins and "ssh" not in plugins:
             return True
     return False
+
 
 def default_queue(queue: Queue) -> Queue:
     """The queue as Volcano's mutating webhook and queue controller leave it."""

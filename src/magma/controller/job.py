@@ -1741,7 +1741,7 @@ class JobController:
                 not self._podgroup_changes_nothing(ctx, seen, pg):
             return False
         self._pg_phase[ctx.key] = pg.status.phase  # what `_observe_podgroup` notes
-        self._podgroup_pending_event(ctx)
+        self._podgroup_pending_event(ctx, pg)
         self._ttl(ctx)
         return True
 
@@ -1755,8 +1755,10 @@ class JobController:
             return False
         return not self._podgroup_spec_updates(pg, self._desired_pg(ctx))
 
-    def _podgroup_pending_event(self, ctx: _Ctx) -> None:
-        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+    def _podgroup_pending_event(self, ctx: _Ctx, pg: Object | None = None) -> None:
+        """`pg`: the job's PodGroup when the caller has just read it (None: read it here)."""
+        if pg is None:
+            pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
         if not isinstance(pg, PodGroup):
             return
         latest = None
@@ -1951,19 +1953,18 @@ class JobController:
         """Objects owned by a Job this controller knew and that is gone (Kubernetes' garbage collector)."""
         index = self._job_index()
         known_since, self._known_since = self._known_since, set()
+        left: set[str] = set()
+        rebuilt = True
         if index is not None:
             # After a look, every known uid is live; a known uid is gone now if it was added since, or if a Job
             # held it then and none does now (it left).
             index.refresh()
             left, rebuilt = index.take_left()
-            if rebuilt:
-                live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
-                gone = self._known_uids - live
-            else:
-                gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
-        else:
+        if index is None or rebuilt:
             live = {j.metadata.uid for j in state.jobs.values() if j.metadata.uid}
             gone = self._known_uids - live
+        else:
+            gone = {u for u in left | known_since if u in self._known_uids and u not in index.uid_jobs}
         if not gone:
             return
         buckets: list[list[Object]]

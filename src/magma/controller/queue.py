@@ -264,9 +264,8 @@ class QueueController:
                         del per[old[1]]
                     if not per:
                         del self._kept[old[0]]
-                pg = state.podgroups.get(key)
-                if pg is not None:
-                    q, phase = pg.spec.queue or "default", pg.status.phase or "Pending"
+                if now is not None:
+                    q, phase = now
                     self._recounted.add(q)
                     self._seen[key] = (q, phase)
                     per = self._kept.setdefault(q, {})
