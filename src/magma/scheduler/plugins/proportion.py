@@ -201,7 +201,7 @@ def _static_key(ssn: Session, tree: QueueTree, info: dict[str, QueueInfo | None]
 # What build_attrs' key reads of one queue record, by the record (fastpath.proportion_key_parts): a record is never
 # changed once made (the snapshot makes a new one for a Queue written since), and its parent comes from the tree.
 # id(record) -> (record, tree, (its part of the bounds key, (weight, priority), the resources its bounds name))
-_PARTS: dict[int, tuple] = {}
+_PARTS = Memo(1025)
 
 
 def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
@@ -212,9 +212,7 @@ def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
         return (n, tree.parent(n), None, None, frozenset()), None, ()
     parts = ((n, tree.parent(n), q.guarantee, q.capability, frozenset(capability_names(q))),
              (q.weight, q.priority), (*q.guarantee, *q.capability))
-    if len(_PARTS) > 1024:
-        _PARTS.clear()
-    _PARTS[id(q)] = (q, tree, parts)
+    _PARTS.keep(id(q), (q, tree, parts))
     return parts
 
 
