@@ -138,15 +138,13 @@ def finite(res: Resources) -> Resources:
         got = _FINITE_OF.get(id(res))  # the same vector as before (a queue's capability, session after session)
         if got is not None and got[0] is res:
             return got[1]
-        if len(_FINITE_OF) >= 1024:
-            _FINITE_OF.clear()
         answer = _kept(_FINITE, res, _finite)
-        _FINITE_OF[id(res)] = (res, answer)  # (holding the vector: its id stays its own)
+        _FINITE_OF.keep(id(res), (res, answer))  # (holding the vector: its id stays its own)
         return answer
     return _kept(_FINITE, res, _finite)
 
 
-_FINITE_OF: dict[int, tuple[Resources, Resources]] = {}  # id of a vector -> (the vector, finite's answer)
+_FINITE_OF = Memo(1024)  # id of a vector -> (the vector, finite's answer)
 
 
 def _finite(res: Resources) -> Resources:
@@ -325,7 +323,7 @@ class QueueTree:
                 seen.add(p)
                 p = self._parent.get(p, ROOT)
         self._ancestors: dict[str, tuple[str, ...]] = {}
-        self._divergence: dict[tuple[str, str], tuple[str, str]] = {}  # divergence's answers (the tree never changes)
+        self._divergence = Memo(4097)  # divergence's answers (the tree never changes)
         self._children: dict[str, list[str]] = {n: [] for n in self._parent}
         for name in queues:
             if name != ROOT:
@@ -376,9 +374,7 @@ class QueueTree:
         When one queue is an ancestor of the other (or they are equal) the queues themselves are returned."""
         got = self._divergence.get((a, b))
         if got is None:
-            if len(self._divergence) > 4096:
-                self._divergence.clear()
-            got = self._divergence[(a, b)] = self._diverge(a, b)
+            got = self._divergence.keep((a, b), self._diverge(a, b))
         return got
 
     def _diverge(self, a: str, b: str) -> tuple[str, str]:

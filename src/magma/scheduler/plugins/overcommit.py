@@ -16,6 +16,7 @@ from fractions import Fraction
 from magma.api.resources import Resources
 
 from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
+from ..framework.kept import Memo
 from ._queuetree import amount, has_min_resources, job_inqueue, job_min_resources, requested_dims
 from ._queuetree import typed_argument
 
@@ -32,8 +33,8 @@ def _read_factor(arguments: dict) -> float:
 
 # The factor by its argument and the overcommitted total by the total and the factor (fastpath.plugin_setup_kept):
 # the plugin is made and opened every session with the same configuration, over a cluster total that seldom changes.
-_FACTORS: dict[object, float] = {}
-_TOTALS: dict[tuple[tuple, float], Resources] = {}
+_FACTORS = Memo(65)
+_TOTALS = Memo(65)
 
 
 def _factor(arguments: dict) -> float:
@@ -45,9 +46,7 @@ def _factor(arguments: dict) -> float:
     except TypeError:  # an unhashable value: read it every time
         return _read_factor(arguments)
     if got is None:
-        if len(_FACTORS) > 64:
-            _FACTORS.clear()
-        got = _FACTORS[key] = _read_factor(arguments)
+        got = _FACTORS.keep(key, _read_factor(arguments))
     return got
 
 
@@ -57,9 +56,7 @@ def _overcommitted(total: Resources, factor: float) -> Resources:
     key = (tuple(total.items()), factor)  # (names in their order, which the answer keeps)
     got = _TOTALS.get(key)
     if got is None:
-        if len(_TOTALS) > 64:
-            _TOTALS.clear()
-        got = _TOTALS[key] = total.scaled(Fraction(str(factor)))
+        got = _TOTALS.keep(key, total.scaled(Fraction(str(factor))))
     return got
 
 

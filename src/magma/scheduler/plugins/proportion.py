@@ -201,7 +201,7 @@ def _static_key(ssn: Session, tree: QueueTree, info: dict[str, QueueInfo | None]
 # What build_attrs' key reads of one queue record, by the record (fastpath.proportion_key_parts): a record is never
 # changed once made (the snapshot makes a new one for a Queue written since), and its parent comes from the tree.
 # id(record) -> (record, tree, (its part of the bounds key, (weight, priority), the resources its bounds name))
-_PARTS: dict[int, tuple] = {}
+_PARTS = Memo(1025)
 
 
 def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
@@ -212,9 +212,7 @@ def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
         return (n, tree.parent(n), None, None, frozenset()), None, ()
     parts = ((n, tree.parent(n), q.guarantee, q.capability, frozenset(capability_names(q))),
              (q.weight, q.priority), (*q.guarantee, *q.capability))
-    if len(_PARTS) > 1024:
-        _PARTS.clear()
-    _PARTS[id(q)] = (q, tree, parts)
+    _PARTS.keep(id(q), (q, tree, parts))
     return parts
 
 
@@ -226,6 +224,26 @@ def _copy(at: QueueAttr) -> QueueAttr:
     new.__dict__.update(at.__dict__)
     return new
 
+
+def _taking_part(tree: QueueTree, info: dict[str, QueueInfo | None], queues_with_jobs) -> set[str]:
+    """Root, the queues with jobs that the session knows, and their ancestors."""
+    taking_part = {ROOT}
+    for q in queues_with_jobs:
+        if q in info:
+            taking_part.add(q)
+            taking_part.update(tree.ancestors(q))
+    return taking_part
+
+
+def _blank_attr(n: str, q: QueueInfo | None, guarantee: Resources, eff: Resources, capability: Resources,
+                has_jobs: bool) -> QueueAttr:
+    """A queue's figures before the sums and fills (lean): its bounds, and the shared empty vector for the rest."""
+    return QueueAttr(
+        name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
+        guarantee=guarantee, eff_guarantee=eff, capability=capability, real_capability=EMPTY,
+        deserved=EMPTY, allocated=EMPTY, request=EMPTY, inqueue=EMPTY, elastic=EMPTY, floor=EMPTY,
+        has_jobs=has_jobs,
+    )
 
 
 def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
@@ -239,11 +257,7 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
     else:
         for job in ssn.jobs.values():
             jobs_by_queue.setdefault(job.queue, []).append(job)
-    taking_part = {ROOT}
-    for q in jobs_by_queue:
-        if q in info:
-            taking_part.add(q)
-            taking_part.update(tree.ancestors(q))
+    taking_part = _taking_part(tree, info, jobs_by_queue)
 
     lean = fastpath.proportion_open_lean
     attrs: dict[str, QueueAttr] = {}
@@ -252,12 +266,7 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
             continue
         q = info[n]
         if lean:  # the shared empty vector for the figures filled in below (Resources never change)
-            attrs[n] = QueueAttr(
-                name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
-                guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n], real_capability=EMPTY,
-                deserved=EMPTY, allocated=EMPTY, request=EMPTY, inqueue=EMPTY, elastic=EMPTY, floor=EMPTY,
-                has_jobs=n in jobs_by_queue,
-            )
+            attrs[n] = _blank_attr(n, q, guarantee[n], eff[n], capability[n], n in jobs_by_queue)
             continue
         attrs[n] = QueueAttr(
             name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
@@ -311,22 +320,11 @@ def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, Que
     whose figures a queue adds up, in the order they are added; the queues adding up those same ones)."""
     guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
-    taking_part = {ROOT}
-    for q in queues_with_jobs:
-        if q in info:
-            taking_part.add(q)
-            taking_part.update(tree.ancestors(q))
+    taking_part = _taking_part(tree, info, queues_with_jobs)
     attrs: dict[str, QueueAttr] = {}
     for n in order:
-        if n not in taking_part:
-            continue
-        q = info[n]
-        attrs[n] = QueueAttr(
-            name=n, weight=q.weight if q else 1, priority=q.priority if q else 0,
-            guarantee=guarantee[n], eff_guarantee=eff[n], capability=capability[n], real_capability=EMPTY,
-            deserved=EMPTY, allocated=EMPTY, request=EMPTY, inqueue=EMPTY, elastic=EMPTY, floor=EMPTY,
-            has_jobs=n in queues_with_jobs,
-        )
+        if n in taking_part:
+            attrs[n] = _blank_attr(n, info[n], guarantee[n], eff[n], capability[n], n in queues_with_jobs)
     for n, at in attrs.items():  # (the sums below touch other fields: setting these first changes nothing)
         at.real_capability = real[n]
         at.floor = floor[n]
