@@ -301,6 +301,16 @@ class _NodeFacts:
         self.unschedulable.flags.writeable = False
 
 
+def _nonzero_sum(tasks: list[TaskInfo]) -> tuple[int, int]:
+    """The tasks' NonZeroRequested extras (`nonzero_extra`) summed."""
+    a = b = 0
+    for t in tasks:
+        x, y = nonzero_extra(t)
+        a += x
+        b += y
+    return a, b
+
+
 def _carries(task: TaskInfo) -> bool:
     """Whether a placed task's terms are counted (`NodeIndex._carry`): a shape without affinity carries none."""
     shape = task.shape
@@ -319,12 +329,7 @@ class _RowTasks:
         with_pod = [t for t in tasks if t.pod is not None]
         self.uids = frozenset(t.uid for t in with_pod)
         self.carrying = [t for t in with_pod if _carries(t)]
-        a = b = 0
-        for t in with_pod:
-            x, y = nonzero_extra(t)
-            a += x
-            b += y
-        self.nonzero = (a, b)
+        self.nonzero = _nonzero_sum(with_pod)
 
 
 class _PlacedRows:
@@ -518,7 +523,7 @@ class NodeIndex:
                     fc = facts[fk] = FactClass(fk[0], dict(fk[1]), fk[2])
                 fc.members[t.uid] = row
                 placed[t.uid] = (t, fk)
-                if not scanned and (len(t.shape) < 2 or t.shape[1]):
+                if not scanned and _carries(t):
                     self._carry(t, row, 1)
         for tr in self._trackers.values():  # none in practice: trackers build after this
             tr.counts[:] = 0
@@ -602,12 +607,7 @@ class NodeIndex:
                 for t in live:
                     if _carries(t):
                         self._carry(t, i, 1)
-                a = b = 0
-                for t in live:
-                    x, y = nonzero_extra(t)
-                    a += x
-                    b += y
-                sums[i] = (a, b)
+                sums[i] = _nonzero_sum(live)
                 continue
             for t in rec.carrying:
                 self._carry(t, i, 1)
