@@ -541,12 +541,7 @@ class NodeIndex:
         for tr in self._trackers.values():
             if tr.matches(fk, fc):
                 tr.counts[row] += 1
-        self._carry(task, row, 1)
-        if self._nonzero is not None:
-            a, b = nonzero_extra(task)
-            if a or b:  # (most pods state both)
-                self._nonzero[row, 0] += a
-                self._nonzero[row, 1] += b
+        self._count(task, row, 1)
 
     def _remove(self, uid: str) -> None:
         task, fk = self._placed.pop(uid)
@@ -555,12 +550,18 @@ class NodeIndex:
         for tr in self._trackers.values():
             if tr.matches(fk, fc):
                 tr.counts[row] -= 1
-        self._carry(task, row, -1)
-        if self._nonzero is not None:
+        self._count(task, row, -1)
+
+    def _count(self, task: TaskInfo, row: int, d: int) -> None:
+        """Count (d = 1) or uncount (d = -1) a placed pod on `row`: its carried terms and, once made, its
+        NonZeroRequested extras."""
+        self._carry(task, row, d)
+        nz = self._nonzero
+        if nz is not None:
             a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] -= a
-                self._nonzero[row, 1] -= b
+            if a or b:  # (most pods state both)
+                nz[row, 0] += d * a
+                nz[row, 1] += d * b
 
     def _carry(self, task: TaskInfo, row: int, d: int) -> None:
         if len(task.shape) > 1 and not task.shape[1]:
@@ -755,11 +756,7 @@ class NodeIndex:
                 self._add(task, row)
         elif self._scan_rows is not None and task.pod is not None and not self._counted(uid, row):
             self._added.add(uid)  # `_add`'s changes to what the scan counts
-            self._carry(task, row, 1)
-            a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] += a
-                self._nonzero[row, 1] += b
+            self._count(task, row, 1)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         row = self._row_of(task)
@@ -780,8 +777,4 @@ class NodeIndex:
         elif self._scan_rows is not None and self._counted(task.uid, row):
             self._added.discard(task.uid)  # `_remove`'s changes to what the scan counts
             self._dropped.add(task.uid)
-            self._carry(task, row, -1)
-            a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] -= a
-                self._nonzero[row, 1] -= b
+            self._count(task, row, -1)
