@@ -505,7 +505,7 @@ class Session:
     # ---------------------------------------------------------------- nodes
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:
         """Run every enabled predicate over candidate rows; a node fails on the first predicate it fails."""
-        results = [fn(task, rows) for tier in self._enabled("predicate") for _, fn in tier]
+        results = [fn(task, rows) for fn in self._enabled_fns("predicate")]
         if not fastpath.predicate_sums_kept:
             return _combined(results, len(rows))
         key = (len(rows), *map(id, results))
@@ -540,8 +540,7 @@ class Session:
         plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
         the same nodes."""
         keys = []
-        for predicate_key in self._key_methods("predicate_key", [fn for tier in self._enabled("predicate")
-                                                                 for _, fn in tier]):
+        for predicate_key in self._key_methods("predicate_key", self._enabled_fns("predicate")):
             key = predicate_key(task) if predicate_key is not None else None
             if key is None:
                 return None

@@ -301,6 +301,16 @@ class _NodeFacts:
         self.unschedulable.flags.writeable = False
 
 
+def _nonzero_sum(tasks: list[TaskInfo]) -> tuple[int, int]:
+    """The tasks' NonZeroRequested extras (`nonzero_extra`) summed."""
+    a = b = 0
+    for t in tasks:
+        x, y = nonzero_extra(t)
+        a += x
+        b += y
+    return a, b
+
+
 def _carries(task: TaskInfo) -> bool:
     """Whether a placed task's terms are counted (`NodeIndex._carry`): a shape without affinity carries none."""
     shape = task.shape
@@ -319,12 +329,7 @@ class _RowTasks:
         with_pod = [t for t in tasks if t.pod is not None]
         self.uids = frozenset(t.uid for t in with_pod)
         self.carrying = [t for t in with_pod if _carries(t)]
-        a = b = 0
-        for t in with_pod:
-            x, y = nonzero_extra(t)
-            a += x
-            b += y
-        self.nonzero = (a, b)
+        self.nonzero = _nonzero_sum(with_pod)
 
 
 class _PlacedRows:
@@ -518,7 +523,7 @@ class NodeIndex:
                     fc = facts[fk] = FactClass(fk[0], dict(fk[1]), fk[2])
                 fc.members[t.uid] = row
                 placed[t.uid] = (t, fk)
-                if not scanned and (len(t.shape) < 2 or t.shape[1]):
+                if not scanned and _carries(t):
                     self._carry(t, row, 1)
         for tr in self._trackers.values():  # none in practice: trackers build after this
             tr.counts[:] = 0
@@ -536,12 +541,7 @@ class NodeIndex:
         for tr in self._trackers.values():
             if tr.matches(fk, fc):
                 tr.counts[row] += 1
-        self._carry(task, row, 1)
-        if self._nonzero is not None:
-            a, b = nonzero_extra(task)
-            if a or b:  # (most pods state both)
-                self._nonzero[row, 0] += a
-                self._nonzero[row, 1] += b
+        self._count(task, row, 1)
 
     def _remove(self, uid: str) -> None:
         task, fk = self._placed.pop(uid)
@@ -550,12 +550,18 @@ class NodeIndex:
         for tr in self._trackers.values():
             if tr.matches(fk, fc):
                 tr.counts[row] -= 1
-        self._carry(task, row, -1)
-        if self._nonzero is not None:
+        self._count(task, row, -1)
+
+    def _count(self, task: TaskInfo, row: int, d: int) -> None:
+        """Count (d = 1) or uncount (d = -1) a placed pod on `row`: its carried terms and, once made, its
+        NonZeroRequested extras."""
+        self._carry(task, row, d)
+        nz = self._nonzero
+        if nz is not None:
             a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] -= a
-                self._nonzero[row, 1] -= b
+            if a or b:  # (most pods state both)
+                nz[row, 0] += d * a
+                nz[row, 1] += d * b
 
     def _carry(self, task: TaskInfo, row: int, d: int) -> None:
         if len(task.shape) > 1 and not task.shape[1]:
@@ -602,12 +608,7 @@ class NodeIndex:
                 for t in live:
                     if _carries(t):
                         self._carry(t, i, 1)
-                a = b = 0
-                for t in live:
-                    x, y = nonzero_extra(t)
-                    a += x
-                    b += y
-                sums[i] = (a, b)
+                sums[i] = _nonzero_sum(live)
                 continue
             for t in rec.carrying:
                 self._carry(t, i, 1)
@@ -755,11 +756,7 @@ class NodeIndex:
                 self._add(task, row)
         elif self._scan_rows is not None and task.pod is not None and not self._counted(uid, row):
             self._added.add(uid)  # `_add`'s changes to what the scan counts
-            self._carry(task, row, 1)
-            a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] += a
-                self._nonzero[row, 1] += b
+            self._count(task, row, 1)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         row = self._row_of(task)
@@ -780,8 +777,4 @@ class NodeIndex:
         elif self._scan_rows is not None and self._counted(task.uid, row):
             self._added.discard(task.uid)  # `_remove`'s changes to what the scan counts
             self._dropped.add(task.uid)
-            self._carry(task, row, -1)
-            a, b = nonzero_extra(task)
-            if a or b:
-                self._nonzero[row, 0] -= a
-                self._nonzero[row, 1] -= b
+            self._count(task, row, -1)
