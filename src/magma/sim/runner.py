@@ -29,8 +29,8 @@ would), and the trace records the session time as usual (samples, reservations);
 before. The ttl deletion's own session is skipped too when the last session that ran was quiet
 (fastpath.skip_inert_pods): the pods it deletes had finished and their PodGroup was gone, so no record of the
 scheduler's kept snapshot reflects them, and taking them in leaves every record as it was
-(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
-(phase, conditions), and only running it tells whether that changes anything.
+(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session
+reads those statuses (phase, conditions), and only running it tells whether that changes anything.
 tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
 
