@@ -127,8 +127,9 @@ def main(argv=None) -> int:
     err = Console(stderr=True)
     horizon = args.days * 86400
     t0, cpu0 = time.perf_counter(), time.process_time()
-    with GcTimer() as gc_time, Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.fields[t]}"), TimeElapsedColumn(),
-                  console=err, disable=not err.is_terminal, transient=True) as progress, \
+    with GcTimer() as gc_time, \
+            Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.fields[t]}"), TimeElapsedColumn(),
+                     console=err, disable=not err.is_terminal, transient=True) as progress, \
             profiled(args.profile, args.profile_out):
         task = progress.add_task("sim", total=horizon, t="")
         last = [0.0]

@@ -29,8 +29,8 @@ would), and the trace records the session time as usual (samples, reservations);
 before. The ttl deletion's own session is skipped too when the last session that ran was quiet
 (fastpath.skip_inert_pods): the pods it deletes had finished and their PodGroup was gone, so no record of the
 scheduler's kept snapshot reflects them, and taking them in leaves every record as it was
-(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session reads those statuses
-(phase, conditions), and only running it tells whether that changes anything.
+(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session
+reads those statuses (phase, conditions), and only running it tells whether that changes anything.
 tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
 
@@ -422,8 +422,7 @@ class _Recorder:
         self.podgroups: set[str] = set()
         self.running: dict[str, tuple] = {}  # pod key -> (pod, GPUs) of pods running on a node
         self.placed: dict[str, tuple[int, str]] = {}  # pod key in running -> (its position, its queue)
-        self.order: list[int] = []  # the positions in placed, sorted (the order the sum below adds in)
-        self.at: dict[int, str] = {}  # position in order -> its pod key
+        self.order: list[tuple[int, str]] = []  # (position, pod key) of placed, sorted (the order the sum adds in)
         self.groups: dict[str, set[str]] = {}  # PodGroup key -> running pods naming it (their queue comes from it)
         self.group_queue: dict[str, str | None] = {}  # PodGroup key in groups -> its queue when last summed
         self.counted: dict[str, str] = {}  # running pod key -> the owner it counts for
@@ -564,9 +563,8 @@ class _Recorder:
             # In the cluster's order, as the full scan sums. A running pod's queue is read again when it is
             # written or its PodGroup changes queue (above); nothing else changes it.
             by_queue: dict[str, float] = {}
-            placed, running, at = self.placed, self.running, self.at
-            for pos in self.order:
-                key = at[pos]
+            placed, running = self.placed, self.running
+            for _, key in self.order:
                 q = placed[key][1]
                 by_queue[q] = by_queue.get(q, 0.0) + running[key][1]
             self.by_queue = by_queue
@@ -587,7 +585,7 @@ class _Recorder:
         old = self.running.pop(key, None)
         was = self.placed.pop(key, None)
         if was is not None:
-            self._unorder(was[0])
+            self._unorder(was[0], key)
         if old is None:
             return
         group = _group_key(old[0])
@@ -602,14 +600,12 @@ class _Recorder:
         was = self.placed.get(key)
         if was is None or was[0] != pos:
             if was is not None:
-                self._unorder(was[0])
-            bisect.insort(self.order, pos)
-            self.at[pos] = key
+                self._unorder(was[0], key)
+            bisect.insort(self.order, (pos, key))
         self.placed[key] = (pos, queue)
 
-    def _unorder(self, pos: int) -> None:
-        del self.order[bisect.bisect_left(self.order, pos)]
-        del self.at[pos]
+    def _unorder(self, pos: int, key: str) -> None:
+        del self.order[bisect.bisect_left(self.order, (pos, key))]
 
     def _track(self, t: float, state, owners: set[str]) -> None:
         """`Simulation._track_jobs` for the jobs whose running pods, Job or PodGroup changed."""

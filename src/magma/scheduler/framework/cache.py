@@ -432,12 +432,11 @@ class SnapshotCache:
         _insert(self.pg_jobs, job.uid, job, pos, self.pos_of)
 
     def _drop_pod(self, key: str) -> bool:
-        """Take a pod out of the records; False when no record reflected it."""
+        """Take a pod out of the records; False when no record reflected it (`_reflects`)."""
         r = self.pods.pop(key, None)
         if r is None:
             return False
-        reflected = (r.task is not None or r.node is not None or r.job is not None or r.bare is not None
-                     or key in self.skipped_pods)
+        reflected = self._reflects(key, r)
         t = r.task
         if r.node is not None:
             self.snap.table.remove_task(r.node.index, t)
@@ -526,8 +525,13 @@ class SnapshotCache:
             task.vec = table.vec(task.resreq)
         if job_key is not None:
             self.group_pods.setdefault(job_key, {})[key] = None
-        self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
-        return t is not None or bare is not None or key in self.skipped_pods
+        r = self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
+        return self._reflects(key, r)
+
+    def _reflects(self, key: str, r: _Pod) -> bool:
+        """Whether a record reflects the pod `key` whose record is `r`: a task, node or job of it, or it is skipped."""
+        return (r.task is not None or r.node is not None or r.job is not None or r.bare is not None
+                or key in self.skipped_pods)
 
 
 def _insert(d: dict, key: str, value: Any, pos: int, pos_of: dict[int, int]) -> None:

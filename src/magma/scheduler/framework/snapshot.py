@@ -202,7 +202,7 @@ def _build(state: ClusterState, names: set[str], job_cls: type[JobInfo] = JobInf
 
 def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: int,
                        job_cls: type[JobInfo] = JobInfo) -> JobInfo:
-    owner = next((o for o in pg.metadata.owner_references if o.kind == "Job"), None)
+    owner = _job_owner(pg)
     return job_cls(
         uid=pg.metadata.uid or pg.key,
         name=pg.name,
@@ -220,6 +220,11 @@ def _job_from_podgroup(pg: PodGroup, queue: str, pcs: dict[str, int], default: i
     )
 
 
+def _job_owner(pg: PodGroup) -> Any:
+    """The PodGroup's owner reference to a Job, or None."""
+    return next((o for o in pg.metadata.owner_references if o.kind == "Job"), None)
+
+
 def podgroup_phase(pg: PodGroup) -> str:
     return pg.status.phase or "Pending"
 
@@ -229,10 +234,10 @@ def podgroup_inputs(pg: PodGroup) -> tuple:
     (under the same PriorityClasses) give jobs equal in every field but the phase. (A PodGroup's spec may be
     changed in place: the controller does so.)"""
     meta, spec = pg.metadata, pg.spec
-    owner = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
+    owner = _job_owner(pg)
     return (meta.uid, pg.name, pg.namespace, spec.queue, spec.priority_class_name, spec.min_member,
             tuple(spec.min_task_member.items()), tuple(spec.min_resources.items()), meta.creation_timestamp,
-            owner, pg.annotations.get(PREEMPTABLE_ANNOTATION))
+            owner.name if owner is not None else None, pg.annotations.get(PREEMPTABLE_ANNOTATION))
 
 
 def _job_for_bare_pod(p: Pod, pcs: dict[str, int], default: int, snap: Snapshot,
