@@ -53,6 +53,8 @@ class SessionResult:
     # job key -> {"start": planned start or None, "nodes": [...], ...} (reservation plugin)
     reservations: dict[str, dict] = field(default_factory=dict)
     backfilled: list[str] = field(default_factory=list)  # job keys started this session as backfill
+    # the events the same session would record again, run on what this one wrote (Session.repeat_events)
+    repeat_events: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
 
 class Scheduler:
@@ -94,7 +96,7 @@ class Scheduler:
     def records_version(self) -> int | None:
         """A number that changes whenever ingesting altered the kept job, task or node records (None: no kept
         records). Equal numbers around an ingest mean the cluster's writes changed nothing a session reads of
-        pods and PodGroups."""
+        pods and PodGroups but the PodGroups' status counts and conditions (close writes them)."""
         return self.cache.records_version if self.cache is not None and self.cache.snap is not None else None
 
     def open_session(self) -> Session:
@@ -180,6 +182,7 @@ def close_session(ssn: Session, result: SessionResult) -> None:
             ssn.cluster.update_queue_status(name, st)
         for ev in ssn.events:
             ssn.cluster.record_event(*ev)
+    result.repeat_events = ssn.repeat_events()
     result.binds = list(ssn.binds)
     result.evictions = list(ssn.evictions)
     result.evicted_uids = dict(ssn.evicted_uids)

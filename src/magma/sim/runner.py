@@ -19,18 +19,22 @@ change), the next finds nothing. Each "finds nothing" session follows a change, 
 A session is a function of its inputs: the cluster objects the snapshot reads (pods, PodGroups, nodes, queues,
 PriorityClasses), the clock for plugins that read it, and what plugins keep across sessions. With a config of
 actions and plugins that read neither the clock nor anything kept (PURE_ACTIONS, PURE_PLUGINS: not sla,
-fairshare, reservation), a session is not run again when the last session that ran was quiet (no binds, no
-evictions, nothing written to the cluster but the queues' allocated resources, which nothing in the loop reads)
-and nothing but Jobs and Commands (which the scheduler does not read) was written since it ended: run again, it
-would see the same snapshot and decide the same (and write the same allocated resources again). Its result is reused, the events it recorded are recorded again (at the new time, as a run
-would), and the trace records the session time as usual (samples, reservations); only `trace.sessions` (and so
-`summary.sessions`) lists the sessions that ran, with `trace.skipped_sessions` counting the others. The
-"finds nothing" session after the ttl deletion is the typical skip: its inputs are those of the session
-before. The ttl deletion's own session is skipped too when the last session that ran was quiet
-(fastpath.skip_inert_pods): the pods it deletes had finished and their PodGroup was gone, so no record of the
-scheduler's kept snapshot reflects them, and taking them in leaves every record as it was
-(`Scheduler.records_version`). The ones after a session that wrote PodGroup statuses must run: the next session
-reads those statuses (phase, conditions), and only running it tells whether that changes anything.
+fairshare, reservation), a session that bound and evicted nothing is not run again while what was written since it
+opened leaves everything it read as it was: run again, it would see the same snapshot, decide the same, and find
+what it wrote already written. Its result is reused and its events are recorded again (at the new time, as a run
+would), but for those that report a change of a PodGroup condition it wrote (gang's Unschedulable, recorded
+`once`): run again, it would find the condition written and not record them. The trace records the session time
+as usual (samples, reservations); only `trace.sessions` (and so `summary.sessions`) lists the sessions that ran,
+with `trace.skipped_sessions` counting the others. What may have been written (`_unseen`):
+- Jobs and Commands, which the scheduler does not read, and the Queues' status (close writes their allocated
+  resources) while each keeps its state (fastpath.skip_quiet_sessions). The "finds nothing" sessions above are
+  the typical skips.
+- Pods and PodGroups whose taking-in changed no record of the scheduler's kept snapshot
+  (`Scheduler.records_version`, fastpath.skip_inert_writes): the finished pods of a job whose PodGroup is gone,
+  deleted at its ttl (the ttl deletion's own session is skipped); the session's own PodGroup status writes that
+  keep each job's phase (running counts, conditions): the session after the one that writes a gang's Running
+  counts, or a waiting job's new Unschedulable message, is skipped. A status write that moves a phase (Inqueue,
+  Running, Completed) changes a record: the next session reads it, and runs.
 tests/property/test_sim_fast_paths.py compares runs with and without the simulator's fast paths.
 """
 
@@ -128,9 +132,9 @@ class Simulation:
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
         self._freeze_due = False  # a full collection ran: set its survivors aside (see run)
-        # the last session run, when it was quiet (fastpath.skip_quiet_sessions): (the cluster's version after
-        # it, its result, the events it recorded, the scheduler's records version it ran on)
-        self._quiet: tuple[int, SessionResult, list[tuple], int | None] | None = None
+        # the last session run, when it bound and evicted nothing (fastpath.skip_quiet_sessions): (the cluster's
+        # version as it opened, the Queues it read, the scheduler's records version it ran on, its result)
+        self._last: tuple[int, list[tuple], int | None, SessionResult] | None = None
         self._pure_config = (set(scenario.config.runnable_actions) <= PURE_ACTIONS
                              and {p.name for p in scenario.config.plugins()} <= PURE_PLUGINS)
 
@@ -263,18 +267,17 @@ class Simulation:
     def _session(self, t: float) -> SessionResult:
         """Run a scheduler session, or skip one that would repeat the last (see the module docstring)."""
         cluster = self.cluster
-        quiet = self._quiet
-        if quiet is not None and fastpath.skip_quiet_sessions:
-            since = cluster.changes_since(quiet[0])
-            if since is not None and self._unseen(since, quiet[3]):
-                for ev in quiet[2]:
-                    cluster.record_event(*ev)
-                self.trace.skipped_sessions += 1
-                return quiet[1]
-        self._quiet = None
+        last = self._last
+        if last is not None and fastpath.skip_quiet_sessions and self._unseen(last):
+            result = last[3]
+            for ev in result.repeat_events:
+                cluster.record_event(*ev)
+            self.trace.skipped_sessions += 1
+            return result
+        self._last = None
         state = cluster.state()
-        version, n_events = cluster.version, len(cluster.events)
-        queues = {name: _status_of(q) for name, q in state.queues.items()}
+        version = cluster.version
+        queues = _queues_read(state)
         # What arrived since the last session is taken in outside the session, as a scheduler's informers do
         # in a cluster, so that sessionLatencyMs measures the session as the benchmarks do.
         self._ingest()
@@ -285,12 +288,7 @@ class Simulation:
         self.trace.sessions.append(SessionRecord(t, result.latency_ms, len(result.binds), len(result.evictions),
                                                  parts))
         if self._pure_config and not result.binds and not result.evictions:
-            written = cluster.changes_since(version)
-            # quiet: nothing written but the queues' status, and nothing of it the scheduler reads
-            if written is not None and all(kind == "Queue" for kind, _ in written) and \
-                    queues == {name: _status_of(q) for name, q in state.queues.items()}:
-                events = [(e.type, e.reason, e.kind, e.key, e.message) for e in cluster.events[n_events:]]
-                self._quiet = (cluster.version, result, events, records)
+            self._last = (version, queues, records, result)
         return result
 
     def _ingest(self) -> bool:
@@ -302,17 +300,28 @@ class Simulation:
         self.trace.loop_seconds["session"] = self.trace.loop_seconds.get("session", 0.0) - took
         return done
 
-    def _unseen(self, since: list[tuple[str, str]], records: int | None) -> bool:
-        """Whether the writes `since` the last quiet session leave every input of the next session as it was.
+    def _unseen(self, last: tuple[int, list[tuple], int | None, SessionResult]) -> bool:
+        """Whether what was written since the last session opened (its own writes included) leaves every input of
+        the next session as that session read it.
 
-        Jobs and Commands are not read by the scheduler. With fastpath.skip_inert_pods, pods are too when taking
-        them in changes no record of the scheduler's kept snapshot (`Scheduler.records_version`): pods that no job,
-        task, node or skipped-pod record reflects, such as the finished pods of a job whose PodGroup is gone,
-        deleted at the job's ttl. Any other kind (PodGroup, Queue, Node, PriorityClass) counts as a change."""
+        Jobs and Commands are not read by the scheduler, nor the Queues' status but their state (close writes their
+        allocated resources). With fastpath.skip_inert_writes, pods and PodGroups are not either when taking them
+        in changes no record of the scheduler's kept snapshot (`Scheduler.records_version`): pods that no job,
+        task, node or skipped-pod record reflects (the finished pods of a job whose PodGroup is gone, deleted at
+        the job's ttl), and PodGroup status writes that keep each job's phase (close's own). Any other write
+        (Node, PriorityClass, a Queue made again or in another state) counts as a change."""
+        version, queues, records, _ = last
+        since = self.cluster.changes_since(version)
+        if since is None:
+            return False
         kinds = {kind for kind, _ in since}
-        if kinds <= NOT_SCHEDULER_INPUTS:
+        if not kinds <= SESSION_SKIPPABLE:
+            return False
+        if "Queue" in kinds and not _same_queues(_queues_read(self.cluster.state()), queues):
+            return False
+        if kinds <= NOT_SCHEDULER_INPUTS | {"Queue"}:
             return True
-        if not fastpath.skip_inert_pods or records is None or kinds - NOT_SCHEDULER_INPUTS != {"Pod"}:
+        if not fastpath.skip_inert_writes or records is None:
             return False
         return self._ingest() and self.scheduler.records_version() == records
 
@@ -398,6 +407,8 @@ PURE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf"
                           "nodeorder", "binpack", "capacity", "task-topology", "magma"})
 #: Kinds the scheduler's snapshot does not read (it reads pods, PodGroups, nodes, queues and PriorityClasses).
 NOT_SCHEDULER_INPUTS = frozenset({"Job", "Command"})
+# what may have been written since the last session for the next to be skipped, if the checks above hold
+SESSION_SKIPPABLE = NOT_SCHEDULER_INPUTS | {"Queue", "Pod", "PodGroup"}
 
 
 class _Recorder:
@@ -627,6 +638,15 @@ class _Recorder:
                 if any(o.kind == "Job" for o in pg.metadata.owner_references):
                     continue
                 _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
+
+
+def _queues_read(state) -> list[tuple]:
+    """The Queues as a session reads them: each object (written in place only for its status) and its state."""
+    return [(name, q, _status_of(q)) for name, q in state.queues.items()]
+
+
+def _same_queues(a: list[tuple], b: list[tuple]) -> bool:
+    return len(a) == len(b) and all(x[0] == y[0] and x[1] is y[1] and x[2] == y[2] for x, y in zip(a, b))
 
 
 def _status_of(queue) -> str | None:

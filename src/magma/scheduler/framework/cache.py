@@ -137,8 +137,9 @@ class SnapshotCache:
         self._stale_queues: set[str] = set()  # queues written since those records were made
         self.index: JobIndex | None = None  # kept with the records when the scheduler asks (jobindex.py)
         # Bumped whenever applying changes altered a job, task or node record or the skipped list (not when
-        # every pod written is one no record reflects: a finished pod whose PodGroup is gone, say). Queue
-        # records are not counted: they are made at the session's open from the Queues written.
+        # every pod written is one no record reflects, a finished pod whose PodGroup is gone, say, nor when a
+        # PodGroup's status was written and its job keeps its phase). Queue records are not counted: they are
+        # made at the session's open from the Queues written.
         self.records_version = 0
         self.facts_kept = 0  # pods written in place whose request and shape were kept (fast path pod_facts_kept)
 
@@ -364,8 +365,8 @@ class SnapshotCache:
         if not groups and not pods:
             self.incremental_builds += 1
             return True
-        altered = bool(groups)
         groups = {key for key in groups if not self._status_only(state, key)}
+        altered = bool(groups)  # (a status-only write alters a record only when it moves the job's phase)
         for key in groups:
             pods.update(self.group_pods.get(key, ()))
         # the records of the pods written, to take their request and shape from when the pod is the same object
@@ -404,6 +405,8 @@ class SnapshotCache:
                 return False
             g.inputs = inputs
         phase = snap_mod.podgroup_phase(pg)
+        if phase != old._base_phase:
+            self.records_version += 1
         object.__setattr__(old, "phase", phase)
         object.__setattr__(old, "_base_phase", phase)
         return True

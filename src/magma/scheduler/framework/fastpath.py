@@ -78,12 +78,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `incremental_job_stats` (info.py): a task's status change moves its job's counts per status (and the counts
   per set of statuses) by one instead of dropping them for a recount of the job's tasks at the next question
   (gang's readiness after every placement); the figures derived from them are dropped as before.
-- `skip_quiet_sessions` (simulator): a session whose inputs are those of the last session that ran, when that
-  session changed nothing, is not run again: its result is reused (sim/runner.py says when this is exact).
-- `skip_inert_pods` (simulator, with skip_quiet_sessions and the incremental snapshot): pods written since the
-  last quiet session do not make the next one run when taking them in changed no record of the kept snapshot
-  (`SnapshotCache.records_version`): no job, task, node or skipped-pod record reflects them (the finished pods of a
-  job whose PodGroup is gone, deleted at its ttl). The session's inputs are then those of the quiet session.
+- `skip_quiet_sessions` (simulator): a session that bound and evicted nothing is not run again while what was
+  written since it opened is nothing it reads: Jobs, Commands, the Queues' status (its own close writes the queues'
+  allocated resources). Its result is reused and its events are recorded again (sim/runner.py says when this is
+  exact).
+- `skip_inert_writes` (simulator, with skip_quiet_sessions and the incremental snapshot): nor while the pods and
+  PodGroups written since it opened changed no record of the kept snapshot (`SnapshotCache.records_version`):
+  pods no job, task, node or skipped-pod record reflects (the finished pods of a job whose PodGroup is gone,
+  deleted at its ttl), PodGroup status writes that keep each job's phase (its own close's: counts, conditions).
+  The session would see what it saw, decide the same and find its statuses written; of its events, those that
+  report a change of a PodGroup condition it wrote (`Session.record_event(once=True)`: gang's Unschedulable) are
+  not recorded again.
 - `node_facts_kept` (predicates, nodeorder: plugins/_nodeindex.py): what the node index derives from the nodes
   alone (names, label columns, the rows of node selector requirements and of required node affinities, taint
   classes) is kept across sessions while the session's node list is the same list object with the same rows:
@@ -303,7 +308,7 @@ skip_quiet_sessions = True
 incremental_job_stats = True
 node_facts_kept = True
 queues_kept = True
-skip_inert_pods = True
+skip_inert_writes = True
 queue_status_kept = True
 allocate_scores_kept = True
 placed_rows_kept = True
@@ -346,7 +351,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
           "drf_vote_bound", "preempt_free_room", "scores_across_sessions", "proportion_memo",
           "event_driven_controller", "incremental_recorder", "skip_quiet_sessions", "incremental_job_stats",
-          "node_facts_kept", "queues_kept", "skip_inert_pods", "queue_status_kept", "allocate_scores_kept",
+          "node_facts_kept", "queues_kept", "skip_inert_writes", "queue_status_kept", "allocate_scores_kept",
           "placed_rows_kept", "water_fill_ints", "enqueue_verdicts_kept", "plugin_setup_kept", "proportion_open_lean",
           "enqueue_idle", "vector_memos", "score_keys_kept", "predicates_kept", "fast_template_copy",
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",

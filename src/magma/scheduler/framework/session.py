@@ -126,6 +126,7 @@ class Session:
         # Volcano's device sharing patches a pod before binding it.
         self.bind_annotators: list[Callable[[TaskInfo], dict[str, str]]] = []
         self.events: list[tuple[str, str, str, str, str]] = []  # (type, reason, kind, key, message)
+        self.once_events: set[int] = set()  # positions in `events` of those recorded with once=True
         self._tasks_by_uid: dict[str, TaskInfo] | None = None
         # The jobs a step must visit and per-queue sums kept across sessions (jobindex.py; set by the scheduler).
         self.job_index: Any = None
@@ -725,8 +726,18 @@ class Session:
     def queue_of(self, job: JobInfo) -> QueueInfo:
         return self.queues[job.queue]
 
-    def record_event(self, type: str, reason: str, kind: str, key: str, message: str) -> None:
+    def record_event(self, type: str, reason: str, kind: str, key: str, message: str, once: bool = False) -> None:
+        """Record an event, written to the cluster at close. `once`: the event reports a change of a PodGroup
+        condition this session writes, and is recorded only when the written condition differs (gang's
+        Unschedulable): a session run again on what this one wrote would not record it (fastpath.skip_inert_writes)."""
+        if once:
+            self.once_events.add(len(self.events))
         self.events.append((type, reason, kind, key, message))
+
+    def repeat_events(self) -> list[tuple[str, str, str, str, str]]:
+        """The events the same session would record again, run on what this one wrote (all but the `once` ones)."""
+        once = self.once_events
+        return [ev for i, ev in enumerate(self.events) if i not in once] if once else list(self.events)
 
     def queue_allocated(self, queue: str) -> Resources:
         total = Resources()

@@ -291,7 +291,10 @@ class GangPlugin:
             previous = _previous_message(job, "Unschedulable")
             set_condition(ssn, job, "Unschedulable", _close_reason(job), message)
             if event_key(previous) != event_key(message):  # not again for a reservation's countdown alone
-                ssn.record_event("Warning", "Unschedulable", "PodGroup", job.key, message)
+                # (once: recorded again only when the condition written at close changes; a job without a
+                # PodGroup has no condition to compare with, and records it every session)
+                ssn.record_event("Warning", "Unschedulable", "PodGroup", job.key, message,
+                                 once=job.podgroup is not None)
 
 
 def job_order(a: JobInfo, b: JobInfo) -> int:
