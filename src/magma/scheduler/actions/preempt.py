@@ -266,6 +266,7 @@ class Evictor:
         self._figures: dict[str, dict | None] = {}  # per queue, the share plugin's figures (`figures_of`)
         # `alloc`, summed when first read with fastpath.preempt_lazy_setup
         self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
+        self._queue_sums: dict[str, Resources] = {}  # `queue_alloc`'s, until `alloc` is summed
         self._descendants: dict[str, set[str]] | None = None  # per queue, itself and its sub-queues (when asked)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
@@ -314,6 +315,18 @@ class Evictor:
         if self._alloc is None:
             self._alloc = self._summed_alloc()
         return self._alloc
+
+    def queue_alloc(self, queue: str) -> Resources:
+        """`alloc`'s figure for one queue (zero for a queue not in the session). Until `alloc` is summed, the
+        queue's jobs alone are (kept till then): the same sum, as no allocated status changes before the first
+        eviction, which sums `alloc` first."""
+        if self._alloc is not None or not fastpath.preempt_lazy_setup:
+            return self.alloc.get(queue, Resources())
+        got = self._queue_sums.get(queue)
+        if got is None:
+            jobs = self.jobs_by_queue().get(queue, ()) if queue in self.ssn.queues else ()
+            got = self._queue_sums[queue] = Resources.sum(job.allocated() for job in jobs)
+        return got
 
     def _summed_alloc(self) -> dict[str, Resources]:
         ssn = self.ssn
@@ -1021,7 +1034,7 @@ class Evictor:
             return True  # the preemptor's branch below the common ancestor would exceed its deserved share
         # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
         deserved = _figure(self._figures, q, "deserved") if self.figures_of(q) else None
-        return deserved is not None and not _over(self.alloc.get(q, Resources()), deserved)
+        return deserved is not None and not _over(self.queue_alloc(q), deserved)
 
     def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
         """(the preemptor queue's chain, nearest first; the index of the first level whose deserved share the task
