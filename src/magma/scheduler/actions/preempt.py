@@ -141,9 +141,11 @@ class RunningWork:
     def __init__(self, ssn: Session):
         self.ssn = ssn
         self.min_priority: dict[str, int] = {}
+        low = self.min_priority
         for job in ssn.jobs.values():
-            if runs_evictable(job):
-                self.min_priority[job.queue] = min(self.min_priority.get(job.queue, job.priority), job.priority)
+            m = low.get(job.queue)
+            if (m is None or job.priority < m) and runs_evictable(job):  # (not below the least so far: no change)
+                low[job.queue] = job.priority
         self._figures: dict[str, dict | None] = {}
         self._over: list[str] | None = None
 
@@ -261,9 +263,10 @@ class Evictor:
         self.statuses = PREEMPT_STATUSES if reason == "preempt" else RECLAIM_STATUSES
         self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
         self.max_nodes = max(int_arg(arguments, "maxCandidateNodesAbsolute", 100) or 1, 1)
-        self.figures = reasons.queue_figures(ssn)
+        self._figures: dict[str, dict | None] = {}  # per queue, the share plugin's figures (`figures_of`)
         # `alloc`, summed when first read with fastpath.preempt_lazy_setup
         self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
+        self._queue_sums: dict[str, Resources] = {}  # `queue_alloc`'s, until `alloc` is summed
         self._descendants: dict[str, set[str]] | None = None  # per queue, itself and its sub-queues (when asked)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
@@ -312,6 +315,18 @@ class Evictor:
         if self._alloc is None:
             self._alloc = self._summed_alloc()
         return self._alloc
+
+    def queue_alloc(self, queue: str) -> Resources:
+        """`alloc`'s figure for one queue (zero for a queue not in the session). Until `alloc` is summed, the
+        queue's jobs alone are (kept till then): the same sum, as no allocated status changes before the first
+        eviction, which sums `alloc` first."""
+        if self._alloc is not None or not fastpath.preempt_lazy_setup:
+            return self.alloc.get(queue, Resources())
+        got = self._queue_sums.get(queue)
+        if got is None:
+            jobs = self.jobs_by_queue().get(queue, ()) if queue in self.ssn.queues else ()
+            got = self._queue_sums[queue] = Resources.sum(job.allocated() for job in jobs)
+        return got
 
     def _summed_alloc(self) -> dict[str, Resources]:
         ssn = self.ssn
@@ -378,6 +393,16 @@ class Evictor:
         self._versions += 1
         self.version = self._versions
         self._touched.extend(rows)
+
+    def figures_of(self, queue: str) -> dict | None:
+        """The queue's figures as the share plugin publishes them (`reasons.queue_figures`), read when first asked:
+        only for what no action changes (the deserved share, set at session open; whether the queue has figures).
+        Live figures (allocations) are `live_figures`'."""
+        try:
+            return self._figures[queue]
+        except KeyError:
+            got = self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
+            return got
 
     def live_figures(self, names: list[str]) -> dict:
         """`reasons.queue_figures` as they are now, right for the queues `names` (a queue's chain: the only ones
@@ -804,9 +829,8 @@ class Evictor:
             if not task.never_preempts:
                 got = groups.get(task.resreq)
                 groups[task.resreq] = (task, 1) if got is None else (got[0], got[1] + 1)
-        rows = np.arange(len(ssn.node_list))
-        by_votes = self._by_votes(pjob)
-        own = {r: self._voted_bound(task, pjob) if by_votes else self._queue_bound(pjob, rows)
+        rows = None if self._by_votes(pjob) else np.arange(len(ssn.node_list))  # (the vote's bound needs no rows)
+        own = {r: self._voted_bound(task, pjob) if rows is None else self._queue_bound(pjob, rows)
                for r, (task, _) in groups.items()}
         if len(groups) == 1 and all(b is None for b in own.values()):
             (task, _), = groups.values()
@@ -841,7 +865,7 @@ class Evictor:
             chain = queue_chain(ssn, pjob.queue)
             most = (chain, len(chain))
             if self._open_anywhere(pjob, most):
-                extra = self._cross_bound(pjob, rows, most)
+                extra = self._cross_bound(pjob, np.arange(len(ssn.node_list)), most)
         total = 0
         for r, (task, n) in groups.items():
             room = fut
@@ -961,7 +985,7 @@ class Evictor:
             return got[1]
         ssn = self.ssn
         nodes = ssn.nodes
-        statuses = self.statuses | WHOLE_STATUSES
+        statuses = WHOLE_STATUSES  # (self.statuses | WHOLE_STATUSES: the action's statuses are among them)
         total: np.ndarray | None = None
         # left out: jobs never a candidate of scope "queue" (candidates_on), jobs without a task a unit could take
         jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
@@ -1009,8 +1033,8 @@ class Evictor:
         if level < lca:
             return True  # the preemptor's branch below the common ancestor would exceed its deserved share
         # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
-        deserved = _figure(self.figures, q, "deserved")
-        return deserved is not None and not _over(self.alloc.get(q, Resources()), deserved)
+        deserved = _figure(self._figures, q, "deserved") if self.figures_of(q) else None
+        return deserved is not None and not _over(self.queue_alloc(q), deserved)
 
     def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
         """(the preemptor queue's chain, nearest first; the index of the first level whose deserved share the task
@@ -1455,7 +1479,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
         while jobs:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
-            cross = bool(ev.figures.get(job.queue))  # magma: across queues when a share plugin says deserved
+            cross = bool(ev.figures_of(job.queue))  # magma: across queues when a share plugin says deserved
             stmt = Statement(ssn)
             if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
                 finish_job(ssn, ev, stmt, job)  # no placement is tried: the turn could not pipeline the job

@@ -468,20 +468,18 @@ class Session:
             tiers = self._enabled_cache[(point, "job_bounds")] = [
                 [b for b in (getattr(fn, "job_bounds", None) for _, fn in tier) if b is not None]
                 for tier in self._enabled(point) if tier]
-        some = [False] * len(jobs)
-        every = [False] * len(jobs)
+        out: list[tuple[bool, bool]] | None = None
         for bounds in tiers:
-            s = [True] * len(jobs)
-            e = [True] * len(jobs)
-            for bound in bounds:
-                for i, (bs, be) in enumerate(bound(actor, jobs)):
-                    s[i] = s[i] and bs
-                    e[i] = e[i] and be
-            some = [a or b for a, b in zip(some, s)]
-            every = [a or b for a, b in zip(every, e)]
-            if all(some) and all(every):
+            if len(bounds) == 1:
+                pairs = list(bounds[0](actor, jobs))  # (one bound: the tier's own pairs)
+            else:
+                pairs = [(True, True)] * len(jobs)
+                for bound in bounds:
+                    pairs = [(s and bs, e and be) for (s, e), (bs, be) in zip(pairs, bound(actor, jobs))]
+            out = pairs if out is None else [(s or ts, e or te) for (s, e), (ts, te) in zip(out, pairs)]
+            if all(s and e for s, e in out):
                 break
-        return list(zip(some, every))
+        return out if out is not None else [(False, False)] * len(jobs)
 
     _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
 

@@ -558,11 +558,7 @@ class ProportionPlugin:
         """`not_allocatable(queue, task) is None`, without making the message (asked at every placement)."""
         if queue.state != "Open" or not self.tree.is_leaf(queue.name):
             return False
-        wanted = self._wanted.get(task.resreq)
-        if wanted is None:
-            if len(self._wanted) > 4096:
-                self._wanted.clear()
-            wanted = self._wanted[task.resreq] = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
+        wanted = self._wanted_of(task.resreq)
         for at in self._path(queue.name):
             if at.name == ROOT:
                 continue
@@ -572,6 +568,15 @@ class ProportionPlugin:
                     return False
         return True
 
+    def _wanted_of(self, req: Resources) -> list[tuple[str, int]]:
+        """The (resource, amount) pairs a request asks for, pods left out (kept per request)."""
+        wanted = self._wanted.get(req)
+        if wanted is None:
+            if len(self._wanted) > 4096:
+                self._wanted.clear()
+            wanted = self._wanted[req] = [(r, q) for r, q in req.items() if q > 0 and r != PODS]
+        return wanted
+
     def placements_left(self, queue: QueueInfo, task: TaskInfo, own_level_only: bool = False) -> int | None:
         """How many more tasks with `task`'s request Allocatable allows in `queue` while allocations only grow
         (Session.allocatable_left): the least, over the queue and its ancestors below root (the queue alone with
@@ -579,8 +584,8 @@ class ProportionPlugin:
         over the whole path: each placement adds the request at every level. None: no bound."""
         if queue.state != "Open" or not self.tree.is_leaf(queue.name):
             return 0
-        wanted = [(r, q) for r, q in task.resreq.items() if q > 0 and r != PODS]
-        levels = [at for at in self._path(queue.name) if at.name != ROOT]
+        wanted = self._wanted_of(task.resreq)
+        levels = self._chain(queue.name)  # (the path below root)
         if own_level_only:
             levels = [at for at in levels if at.name == queue.name]
         if not wanted or not levels:
