@@ -98,6 +98,7 @@ Decisions where Volcano is silent or magma differs on purpose (also in the repor
 from __future__ import annotations
 
 import hashlib
+import operator
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
@@ -132,6 +133,7 @@ from magma.api.quantity import Quantity
 from magma.api.resources import PODS, Resources
 from magma.cluster.interface import Cluster, ClusterError, ClusterState
 from magma.scheduler.framework import fastpath
+from magma.scheduler.framework.kept import Memo
 
 from . import jobplugins
 from .jobplugins.base import DEFAULT_TASK_SPEC, JOB_NAMESPACE_LABEL, PluginContext, controller_ref, task_of
@@ -235,7 +237,7 @@ def _uuid5(name: str) -> str:
     return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
-_QUANTITIES: dict[str, Quantity] = {}  # quantity text -> the one Quantity read from it
+_QUANTITIES = Memo(4096)  # quantity text -> the one Quantity read from it
 
 
 def _quantities(texts: dict[str, str]) -> dict[str, str | Quantity]:
@@ -247,9 +249,7 @@ def _quantities(texts: dict[str, str]) -> dict[str, str | Quantity]:
     for name, text in texts.items():
         q = _QUANTITIES.get(text)
         if q is None:
-            q = Quantity.parse(text)
-            if len(_QUANTITIES) < 4096:
-                _QUANTITIES[text] = q
+            q = _QUANTITIES.keep(text, Quantity.parse(text))
         out[name] = q
     return out
 
@@ -334,8 +334,18 @@ def podgroup_name(job: Job) -> str:
     return f"{job.name}-{job.metadata.uid}"
 
 
+def _podgroup_key(job: Job) -> str:
+    """The key (namespace/name) of the job's PodGroup."""
+    return f"{job.namespace}/{podgroup_name(job)}"
+
+
 def _is_terminating(pod: Pod) -> bool:
     return pod.metadata.deletion_timestamp is not None
+
+
+def _turned_unknown(phase: str | None, before: str | None) -> bool:
+    """Whether a PodGroup phase `phase`, last seen as `before`, is a turn to Unknown (the JobUnknown event)."""
+    return phase == "Unknown" and before != "Unknown"
 
 
 def _partition_size(task: TaskSpec) -> int | None:
@@ -476,11 +486,18 @@ class _Ctx:
         return [p for p in self.pods.values() if task_of(p) == task]
 
 
+def _has_plugin_objects(st: _St) -> bool:
+    """Whether the job's controlled resources name any a job plugin made (`plugin-...`)."""
+    return any(k.startswith("plugin-") for k in st.controlled)
+
+
 UpdateFn = Callable[[_St, _Ctx], None]
 #: (_St field, JobStatus field) of the figures `_apply` writes back
 _COUNT_FIELDS = (("retry", "retry_count"), ("version", "version"), ("min_available", "min_available"),
                  ("pending", "pending"), ("running", "running"), ("succeeded", "succeeded"), ("failed", "failed"),
                  ("terminating", "terminating"), ("unknown", "unknown"))
+_ST_COUNTS = operator.attrgetter(*(name for name, _ in _COUNT_FIELDS))  # _St -> its figures, as a tuple
+_STATUS_COUNTS = operator.attrgetter(*(attr for _, attr in _COUNT_FIELDS))  # JobStatus -> the same figures
 
 
 # ---------------------------------------------------------------- the change log, read for the event-driven sync
@@ -890,7 +907,7 @@ class JobController:
             due = _ttl_due(job)
             if due is not None:
                 self._ttl_due[key] = due
-            pg = f"{job.namespace}/{podgroup_name(job)}"
+            pg = _podgroup_key(job)
             self._pg_read[key] = pg
             index.pg_reader[pg] = key
 
@@ -947,7 +964,7 @@ class JobController:
         """A uid, a creation time and Volcano's mutating defaults, written once when missing."""
         dirty = False
         if not job.metadata.uid:
-            job.metadata.uid = str(uuid.uuid5(_UID_NAMESPACE, f"Job/{job.key}/{job.metadata.creation_timestamp}"))
+            job.metadata.uid = _uuid5(f"Job/{job.key}/{job.metadata.creation_timestamp}")
             dirty = True
         if self._job_uid.get(job.key) != job.metadata.uid:  # a new Job, or a new one under an old name
             self._forget(job.key)
@@ -1025,8 +1042,6 @@ class JobController:
                                        detail=f"pod {pod.name} {self._eviction_text(pod.namespace, pod.name)}"))
                 m.phase, m.restarts = phase, restarts
                 continue
-            if phase == m.phase and restarts == m.restarts:
-                continue
             event = None
             if phase == "Failed":
                 if m.phase != "Failed":
@@ -1065,11 +1080,11 @@ class JobController:
         return out
 
     def _observe_podgroup(self, ctx: _Ctx) -> list[Request]:
-        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+        pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
         phase = pg.status.phase if isinstance(pg, PodGroup) else None
         before = self._pg_phase.get(ctx.key)
         self._pg_phase[ctx.key] = phase
-        if phase == "Unknown" and before != "Unknown":
+        if _turned_unknown(phase, before):
             return [Request(JOB_UNKNOWN, detail=f"PodGroup {pg.key} is Unknown: some pods run, others cannot be "
                                                 f"scheduled")]
         return []
@@ -1380,14 +1395,13 @@ class JobController:
             fn(st, ctx)
         self._plugins_delete(ctx, st)
         self._apply(ctx, st)
-        pg_key = f"{job.namespace}/{podgroup_name(job)}"
+        pg_key = _podgroup_key(job)
         if self.cluster.get("PodGroup", pg_key) is not None:
             self.cluster.delete("PodGroup", pg_key)
             self._pg_phase.pop(ctx.key, None)
             self._pg_warned.pop(ctx.key, None)
             self._wrote(ctx)
-        if fn is None and not explicit and ctx.deletes == deletes and \
-                not any(k.startswith("plugin-") for k in st.controlled):
+        if fn is None and not explicit and ctx.deletes == deletes and not _has_plugin_objects(st):
             # a finished job's pass that tried no deletion and ran no plugin: run again, it would find the same
             # pods, the status it wrote and no PodGroup (fastpath.settled_pass_skipped)
             ctx.settled_at = ctx.writes
@@ -1518,9 +1532,7 @@ class JobController:
         if st.phase != old_phase:
             self._transition(ctx, old_phase, st)
             changed = True
-        if (s.retry_count, s.version, s.min_available, s.pending, s.running, s.succeeded, s.failed, s.terminating,
-                s.unknown) != (st.retry, st.version, st.min_available, st.pending, st.running, st.succeeded,
-                               st.failed, st.terminating, st.unknown):
+        if _STATUS_COUNTS(s) != _ST_COUNTS(st):
             # set only the fields that differ (pydantic notes which fields were set)
             for name, attr in _COUNT_FIELDS:
                 value = getattr(st, name)
@@ -1581,7 +1593,7 @@ class JobController:
         self._run_plugins(ctx, st, "on_job_update")
 
     def _plugins_delete(self, ctx: _Ctx, st: _St) -> None:
-        if not any(k.startswith("plugin-") for k in st.controlled):
+        if not _has_plugin_objects(st):
             return
         self._run_plugins(ctx, st, "on_job_delete")
 
@@ -1675,7 +1687,7 @@ class JobController:
 
     def _ensure_podgroup(self, ctx: _Ctx) -> PodGroup | None:
         job = ctx.job
-        key = f"{job.namespace}/{podgroup_name(job)}"
+        key = _podgroup_key(job)
         pg = self.cluster.get("PodGroup", key)
         desired = self._desired_pg(ctx)
         min_member, min_task, min_res, pcn, quantities = desired
@@ -1736,8 +1748,8 @@ class JobController:
         waits for the next full sync); no command or timer waits. When its PodGroup turned Unknown (an event) or
         the state pass would read the PodGroup differently, the full sync runs instead."""
         seen = self._pg_phase.get(ctx.key)
-        pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
-        if not isinstance(pg, PodGroup) or (pg.status.phase == "Unknown" and seen != "Unknown") or \
+        pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
+        if not isinstance(pg, PodGroup) or _turned_unknown(pg.status.phase, seen) or \
                 not self._podgroup_changes_nothing(ctx, seen, pg):
             return False
         self._pg_phase[ctx.key] = pg.status.phase  # what `_observe_podgroup` notes
@@ -1758,7 +1770,7 @@ class JobController:
     def _podgroup_pending_event(self, ctx: _Ctx, pg: Object | None = None) -> None:
         """`pg`: the job's PodGroup when the caller has just read it (None: read it here)."""
         if pg is None:
-            pg = self.cluster.get("PodGroup", f"{ctx.job.namespace}/{podgroup_name(ctx.job)}")
+            pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
         if not isinstance(pg, PodGroup):
             return
         latest = None
