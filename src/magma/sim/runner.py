@@ -134,7 +134,7 @@ class Simulation:
         self._freeze_due = False  # a full collection ran: set its survivors aside (see run)
         # the last session run, when it bound and evicted nothing (fastpath.skip_quiet_sessions): (the cluster's
         # version as it opened, the Queues it read, the scheduler's records version it ran on, its result)
-        self._last: tuple[int, list[tuple], int | None, SessionResult] | None = None
+        self._last: tuple[int, dict[str, tuple], int | None, SessionResult] | None = None
         self._pure_config = (set(scenario.config.runnable_actions) <= PURE_ACTIONS
                              and {p.name for p in scenario.config.plugins()} <= PURE_PLUGINS)
 
@@ -275,9 +275,8 @@ class Simulation:
             self.trace.skipped_sessions += 1
             return result
         self._last = None
-        state = cluster.state()
         version = cluster.version
-        queues = _queues_read(state)
+        queues = _queues_read(cluster.state()) if self._pure_config else {}
         # What arrived since the last session is taken in outside the session, as a scheduler's informers do
         # in a cluster, so that sessionLatencyMs measures the session as the benchmarks do.
         self._ingest()
@@ -300,7 +299,7 @@ class Simulation:
         self.trace.loop_seconds["session"] = self.trace.loop_seconds.get("session", 0.0) - took
         return done
 
-    def _unseen(self, last: tuple[int, list[tuple], int | None, SessionResult]) -> bool:
+    def _unseen(self, last: tuple[int, dict[str, tuple], int | None, SessionResult]) -> bool:
         """Whether what was written since the last session opened (its own writes included) leaves every input of
         the next session as that session read it.
 
@@ -317,9 +316,14 @@ class Simulation:
         kinds = {kind for kind, _ in since}
         if not kinds <= SESSION_SKIPPABLE:
             return False
-        if "Queue" in kinds and not _same_queues(_queues_read(self.cluster.state()), queues):
-            return False
-        if kinds <= NOT_SCHEDULER_INPUTS | {"Queue"}:
+        if "Queue" in kinds:
+            now = self.cluster.state().queues
+            for kind, key in since:  # (a Queue made or deleted is written too)
+                if kind == "Queue":
+                    q, was = now.get(key), queues.get(key)
+                    if q is None or was is None or was[0] is not q or was[1] != _status_of(q):
+                        return False
+        if not kinds & SCHEDULER_RECORDS:
             return True
         if not fastpath.skip_inert_writes or records is None:
             return False
@@ -407,8 +411,11 @@ PURE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf"
                           "nodeorder", "binpack", "capacity", "task-topology", "magma"})
 #: Kinds the scheduler's snapshot does not read (it reads pods, PodGroups, nodes, queues and PriorityClasses).
 NOT_SCHEDULER_INPUTS = frozenset({"Job", "Command"})
-# what may have been written since the last session for the next to be skipped, if the checks above hold
-SESSION_SKIPPABLE = NOT_SCHEDULER_INPUTS | {"Queue", "Pod", "PodGroup"}
+#: Kinds the scheduler's kept records are made of (`Scheduler.records_version` says whether writes changed them).
+SCHEDULER_RECORDS = frozenset({"Pod", "PodGroup"})
+#: What may have been written since the last session for the next to be skipped (`Simulation._unseen` checks
+#: the rest).
+SESSION_SKIPPABLE = NOT_SCHEDULER_INPUTS | SCHEDULER_RECORDS | {"Queue"}
 
 
 class _Recorder:
@@ -640,13 +647,9 @@ class _Recorder:
                 _track(self.trace, ident, t, self.count.get(ident, 0), pg.spec.min_member, pg.status.phase or "Pending")
 
 
-def _queues_read(state) -> list[tuple]:
+def _queues_read(state) -> dict[str, tuple]:
     """The Queues as a session reads them: each object (written in place only for its status) and its state."""
-    return [(name, q, _status_of(q)) for name, q in state.queues.items()]
-
-
-def _same_queues(a: list[tuple], b: list[tuple]) -> bool:
-    return len(a) == len(b) and all(x[0] == y[0] and x[1] is y[1] and x[2] == y[2] for x, y in zip(a, b))
+    return {name: (q, _status_of(q)) for name, q in state.queues.items()}
 
 
 def _status_of(queue) -> str | None:

@@ -57,6 +57,7 @@ import numpy as np
 from ..framework import ALLOCATED, JobInfo, QueueInfo, Session, Statement, TaskInfo, TaskStatus, action, fastpath
 from ..framework.jobindex import session_jobs
 from ..framework.kept import PerConfig
+from ..framework.nodes import copies_fit
 from ..framework.session import PredicateResult
 from .. import reasons
 
@@ -801,14 +802,9 @@ class Allocator:
             key = ssn.predicate_key(first)
             if key is None or any(placement_sensitive(t) or ssn.predicate_key(t) != key for t in tasks):
                 return False
-            dims = first.vec > 0
-            room = ssn.table.future_idle()[self.predicates.get(first).mask][:, dims]
-            if int((np.maximum(room, 0) // first.vec[dims]).min(axis=1).sum()) < k:
+            if int(copies_fit(ssn.table.future_idle()[self.predicates.get(first).mask], first.vec).sum()) < k:
                 return False
-        self._sensitive_jobs.setdefault(job.uid, False)
-        blocked = tasks[k]
-        tasks.clear()  # (as the turn leaves them: it takes every task)
-        reasons.record_queue_bound(ssn, queue, job, blocked)
+        reasons.record_queue_bound(ssn, queue, job, tasks[k])
         return True
 
 

@@ -73,6 +73,7 @@ from ..framework import (
 from .. import reasons
 from ..framework.jobindex import session_jobs
 from ..framework.kept import Memo, PerConfig
+from ..framework.nodes import copies_fit
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
@@ -133,6 +134,24 @@ def _over(alloc: Resources, deserved: Resources) -> bool:
     return not alloc.less_equal(deserved, "zero")
 
 
+class QueueFigures:
+    """The queues' figures as the share plugin publishes them (`reasons.queue_figures`), each read when first asked:
+    for what an action does not change (the deserved share, set at session open; whether a queue has figures; in
+    enqueue, the allocated share too)."""
+
+    def __init__(self, ssn: Session):
+        self.ssn = ssn
+        self._figures: dict[str, dict | None] = {}
+
+    def of(self, queue: str) -> dict | None:
+        if queue not in self._figures:
+            self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
+        return self._figures[queue]
+
+    def figure(self, queue: str, key: str) -> Resources | None:
+        return _figure({queue: self.of(queue)}, queue, key)
+
+
 class RunningWork:
     """Who runs evictable work, per queue, for `preemption_candidate` (made once per action). The share figures are
     read per queue when first asked: the deserved and allocated shares they give do not change in enqueue (admitting
@@ -146,13 +165,8 @@ class RunningWork:
             m = low.get(job.queue)
             if (m is None or job.priority < m) and runs_evictable(job):  # (not below the least so far: no change)
                 low[job.queue] = job.priority
-        self._figures: dict[str, dict | None] = {}
+        self.figures = QueueFigures(ssn)
         self._over: list[str] | None = None
-
-    def figure(self, queue: str, key: str) -> Resources | None:
-        if queue not in self._figures:
-            self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
-        return _figure(self._figures, queue, key)
 
     @property
     def over(self) -> list[str]:
@@ -161,7 +175,7 @@ class RunningWork:
             self._over = []
             for q in sorted(self.min_priority):
                 qi = self.ssn.queues.get(q)
-                d, a = self.figure(q, "deserved"), self.figure(q, "allocated")
+                d, a = self.figures.figure(q, "deserved"), self.figures.figure(q, "allocated")
                 if qi is not None and qi.reclaimable and d is not None and a is not None and _over(a, d):
                     self._over.append(q)
         return self._over
@@ -179,8 +193,8 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     work = work or RunningWork(ssn)
     if work.min_priority.get(job.queue, job.priority) < job.priority:
         return True
-    deserved = work.figure(job.queue, "deserved")
-    alloc = work.figure(job.queue, "allocated")
+    deserved = work.figures.figure(job.queue, "deserved")
+    alloc = work.figures.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
     need = reasons.gang_need(ssn, job) if job.tasks else Resources(
@@ -263,10 +277,10 @@ class Evictor:
         self.statuses = PREEMPT_STATUSES if reason == "preempt" else RECLAIM_STATUSES
         self.predicates = PredicateCache(ssn, flag(arguments.get("predicateErrorCacheEnable"), True))
         self.max_nodes = max(int_arg(arguments, "maxCandidateNodesAbsolute", 100) or 1, 1)
-        self._figures: dict[str, dict | None] = {}  # per queue, the share plugin's figures (`figures_of`)
-        # `alloc`, summed when first read with fastpath.preempt_lazy_setup
-        self._alloc: dict[str, Resources] | None = None if fastpath.preempt_lazy_setup else self._summed_alloc()
-        self._queue_sums: dict[str, Resources] = {}  # `queue_alloc`'s, until `alloc` is summed
+        self.figures = QueueFigures(ssn)  # the share plugin's (what the action does not change)
+        self._chain_sets: dict[str, set[str]] = {}  # `_chain_set`'s
+        # per queue, its jobs' allocation (`queue_alloc`): summed when first read with fastpath.preempt_lazy_setup
+        self._alloc: dict[str, Resources] = {} if fastpath.preempt_lazy_setup else ssn.queue_allocations()
         self._descendants: dict[str, set[str]] | None = None  # per queue, itself and its sub-queues (when asked)
         self.index: dict[str, VictimIndex] = {}
         self._by_queue: dict[str, VictimIndex] | None = None
@@ -306,37 +320,17 @@ class Evictor:
         self._score_keys: dict[str, tuple | None] = {}  # task uid -> its score key
 
     # ------------------------------------------------------------ bookkeeping of evictions
-    @property
-    def alloc(self) -> dict[str, Resources]:
-        """Per queue, its jobs' allocation, kept current as this action evicts and discards. With
-        fastpath.preempt_lazy_setup summed when first read (most actions never read it): the sum is the same then,
-        as the action changes no task's allocated status but by evicting (Bound, Running to Releasing) and
-        discarding those evictions, which `_evict` and `discard` count (pipelining is not an allocated status)."""
-        if self._alloc is None:
-            self._alloc = self._summed_alloc()
-        return self._alloc
-
     def queue_alloc(self, queue: str) -> Resources:
-        """`alloc`'s figure for one queue (zero for a queue not in the session). Until `alloc` is summed, the
-        queue's jobs alone are (kept till then): the same sum, as no allocated status changes before the first
-        eviction, which sums `alloc` first."""
-        if self._alloc is not None or not fastpath.preempt_lazy_setup:
-            return self.alloc.get(queue, Resources())
-        got = self._queue_sums.get(queue)
+        """The queue's jobs' allocation (zero for a queue not in the session), kept current as this action evicts
+        and discards. With fastpath.preempt_lazy_setup summed when first read (most actions never read it): the
+        sum is the same then, as the action changes no task's allocated status but by evicting (Bound, Running to
+        Releasing) and discarding those evictions, which `_evict` (after reading the queue's) and `discard`
+        count (pipelining is not an allocated status)."""
+        got = self._alloc.get(queue)
         if got is None:
             jobs = self.jobs_by_queue().get(queue, ()) if queue in self.ssn.queues else ()
-            got = self._queue_sums[queue] = Resources.sum(job.allocated() for job in jobs)
+            got = self._alloc[queue] = Resources.sum(job.allocated() for job in jobs)
         return got
-
-    def _summed_alloc(self) -> dict[str, Resources]:
-        ssn = self.ssn
-        sums: dict[str, dict[str, int]] = {q: {} for q in ssn.queues}
-        for job in ssn.jobs.values():
-            acc = sums.get(job.queue)
-            if acc is not None:
-                for k, v in job.allocated().items():
-                    acc[k] = acc.get(k, 0) + v
-        return {q: Resources(acc) for q, acc in sums.items()}
 
     def subtree_alloc(self, name: str) -> Resources:
         total = Resources()
@@ -346,19 +340,19 @@ class Evictor:
                 for a in reasons.ancestors(self.ssn, q):
                     self._descendants.setdefault(a, {a}).add(q)
         for d in self._descendants.get(name, {name}):
-            total = total + self.alloc.get(d, Resources())
+            total = total + self.queue_alloc(d)
         return total
 
     def _evict(self, stmt: Statement, task: TaskInfo) -> None:
         job = self.ssn.jobs[task.job]
         row = self.ssn.nodes[task.node].index
         counted = task.status in ALLOCATED
-        alloc = self.alloc  # (summed before the eviction, when not yet)
+        before = self.queue_alloc(job.queue)  # (summed before the eviction, when not yet)
         self._queue_index(job.queue)  # (indexed before the eviction, when not yet)
         stmt.evict(task, self.reason)
         self.changed(row)
         if counted:
-            alloc[job.queue] = alloc[job.queue] - task.resreq
+            self._alloc[job.queue] = before - task.resreq
         self._adjust(task, row, -1)
 
     def discard(self, stmt: Statement) -> None:
@@ -368,8 +362,7 @@ class Evictor:
                 task = op.task
                 job = self.ssn.jobs[task.job]
                 if op.previous in ALLOCATED:
-                    alloc = self.alloc
-                    alloc[job.queue] = alloc[job.queue] + task.resreq
+                    self._alloc[job.queue] = self.queue_alloc(job.queue) + task.resreq
                 self._adjust(task, self.ssn.nodes[task.node].index, +1)
             rows.append(op.node.index)
         stmt.discard()
@@ -393,16 +386,6 @@ class Evictor:
         self._versions += 1
         self.version = self._versions
         self._touched.extend(rows)
-
-    def figures_of(self, queue: str) -> dict | None:
-        """The queue's figures as the share plugin publishes them (`reasons.queue_figures`), read when first asked:
-        only for what no action changes (the deserved share, set at session open; whether the queue has figures).
-        Live figures (allocations) are `live_figures`'."""
-        try:
-            return self._figures[queue]
-        except KeyError:
-            got = self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
-            return got
 
     def live_figures(self, names: list[str]) -> dict:
         """`reasons.queue_figures` as they are now, right for the queues `names` (a queue's chain: the only ones
@@ -613,7 +596,7 @@ class Evictor:
             by_queue = self._queue_index(pjob.queue)
         else:
             key = f"cross/{pjob.queue}"
-            chain = set(queue_chain(self.ssn, pjob.queue))
+            chain = self._chain_set(pjob.queue)
             by_queue = self._queue_index()
             names = [q for q in sorted(by_queue) if q != pjob.queue and self._reclaimable_branch(q, chain)]
         idx = self.index.get(key)
@@ -829,9 +812,11 @@ class Evictor:
             if not task.never_preempts:
                 got = groups.get(task.resreq)
                 groups[task.resreq] = (task, 1) if got is None else (got[0], got[1] + 1)
-        rows = None if self._by_votes(pjob) else np.arange(len(ssn.node_list))  # (the vote's bound needs no rows)
-        own = {r: self._voted_bound(task, pjob) if rows is None else self._queue_bound(pjob, rows)
-               for r, (task, _) in groups.items()}
+        if self._by_votes(pjob):
+            own = {r: self._voted_bound(task, pjob) for r, (task, _) in groups.items()}
+        else:
+            bound = self._queue_bound(pjob, np.arange(len(ssn.node_list)))  # (the same for every request)
+            own = dict.fromkeys(groups, bound)
         if len(groups) == 1 and all(b is None for b in own.values()):
             (task, _), = groups.values()
             left = self._quota_left(queue, task, cross)
@@ -840,10 +825,9 @@ class Evictor:
         fut = ssn.table.future_idle()
 
         def placeable(task: TaskInfo, n: int, room: np.ndarray) -> int:
-            dims = task.vec > 0
-            if not dims.any():
+            if not (task.vec > 0).any():
                 return n  # (a task asking for nothing: no bound from room)
-            return min(n, int((np.maximum(room[:, dims], 0) // task.vec[dims]).min(axis=1).sum()))
+            return min(n, int(copies_fit(room, task.vec).sum()))
 
         entitled: dict = {}  # request -> may its task take across queues at the start (asked when needed)
 
@@ -991,14 +975,19 @@ class Evictor:
         jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
                 if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled
                 and job.count(statuses)]
+        # rows and requests gathered, summed with np.add.at (as `_index_queue` does)
+        rows: list[int] = []
+        vecs: list[np.ndarray] = []
         for job, (some, every) in zip(jobs, ssn.victim_job_bounds("preemptable", task, jobs) if jobs else ()):
             if not (every or some and job.ready_count() > job.min_available):
                 continue
             for t in job.tasks.values():
                 if t.status in statuses and evictable(t) and t.node in nodes:
-                    if total is None:
-                        total = np.zeros_like(ssn.table.idle)
-                    total[nodes[t.node].index] += t.vec
+                    rows.append(nodes[t.node].index)
+                    vecs.append(t.vec)
+        if rows:
+            total = np.zeros_like(ssn.table.idle)
+            np.add.at(total, np.array(rows), np.stack(vecs))
         self._voted[key] = (self.version, total)
         return total
 
@@ -1023,17 +1012,24 @@ class Evictor:
         """Whether a preemptor of `pjob` entitled so far up its chain (`entitlement`) may take from queue `q` across
         queues: another queue, in a reclaimable branch, that `_constraints_ok` does not refuse outright."""
         pchain, level = entitled
-        return (q != pjob.queue and self._reclaimable_branch(q, set(queue_chain(self.ssn, pjob.queue)))
+        return (q != pjob.queue and self._reclaimable_branch(q, self._chain_set(pjob.queue))
                 and not self._queue_blocked(q, pchain, level))
+
+    def _chain_set(self, queue: str) -> set[str]:
+        """The queue and its ancestors (kept: the queue tree does not change in a session)."""
+        got = self._chain_sets.get(queue)
+        if got is None:
+            got = self._chain_sets[queue] = set(queue_chain(self.ssn, queue))
+        return got
 
     def _queue_blocked(self, q: str, pchain: list[str], level: int) -> bool:
         """Whether `_constraints_ok` (scope "cross") refuses every victim set with a unit of queue `q`."""
-        vchain = set(queue_chain(self.ssn, q))
+        vchain = self._chain_set(q)
         lca = next((i for i, name in enumerate(pchain) if name in vchain), len(pchain))
         if level < lca:
             return True  # the preemptor's branch below the common ancestor would exceed its deserved share
         # Volcano's reclaim: only from a queue whose allocation is above its deserved share.
-        deserved = _figure(self._figures, q, "deserved") if self.figures_of(q) else None
+        deserved = self.figures.figure(q, "deserved")
         return deserved is not None and not _over(self.queue_alloc(q), deserved)
 
     def entitlement(self, queue: QueueInfo, task: TaskInfo) -> tuple[list[str], int]:
@@ -1257,7 +1253,7 @@ class Evictor:
             return True
         if scope != "cross":
             return True
-        chain = set(queue_chain(ssn, pjob.queue))
+        chain = self._chain_set(pjob.queue)
         pchain, level = self._entitled
         per_queue: dict[str, Resources] = {}
         for u in chosen:
@@ -1297,13 +1293,8 @@ class Evictor:
         keep = pred_mask[rows]
         served = 0
         if keep.any():
-            dims = vec > 0
-            v = vec[dims]
-            have = fut[rows[keep]][:, dims]
-            add = freed[keep][:, dims]
-            before = (np.maximum(have, 0) // v).min(axis=1)
-            after = (np.maximum(have + add, 0) // v).min(axis=1)
-            served = int(np.maximum(after - before, 0).sum())
+            have = fut[rows[keep]]
+            served = int(np.maximum(copies_fit(have + freed[keep], vec) - copies_fit(have, vec), 0).sum())
         served = max(min(served, max(remaining, 1)), 1)
         maxprio = max(u.job.priority for u in chosen)
         return (maxprio, len({u.job.uid for u in chosen}) / served, len(pods) / served,
@@ -1479,7 +1470,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
         while jobs:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
-            cross = bool(ev.figures_of(job.queue))  # magma: across queues when a share plugin says deserved
+            cross = bool(ev.figures.of(job.queue))  # magma: across queues when a share plugin says deserved
             stmt = Statement(ssn)
             if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
                 finish_job(ssn, ev, stmt, job)  # no placement is tried: the turn could not pipeline the job

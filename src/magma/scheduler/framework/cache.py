@@ -365,8 +365,10 @@ class SnapshotCache:
         if not groups and not pods:
             self.incremental_builds += 1
             return True
-        groups = {key for key in groups if not self._status_only(state, key)}
-        altered = bool(groups)  # (a status-only write alters a record only when it moves the job's phase)
+        # a status-only write alters a record only when it moves the job's phase
+        moved = {key: self._status_only(state, key) for key in groups}
+        groups = {key for key, m in moved.items() if m is None}
+        altered = bool(groups) or any(moved.values())
         for key in groups:
             pods.update(self.group_pods.get(key, ()))
         # the records of the pods written, to take their request and shape from when the pod is the same object
@@ -386,30 +388,30 @@ class SnapshotCache:
         self.incremental_builds += 1
         return True
 
-    def _status_only(self, state: ClusterState, key: str) -> bool:
+    def _status_only(self, state: ClusterState, key: str) -> bool | None:
         """A PodGroup whose job differs only in its phase (its status was written, the scheduler's own close
-        does so): the job takes the new phase and keeps its tasks."""
+        does so): the job takes the new phase and keeps its tasks; whether the phase moved. None: not such a
+        PodGroup (its job is made again)."""
         g = self.groups.get(key)
         pg = state.podgroups.get(key)
         if g is None or g.job is None or pg is None or g.job.podgroup is not pg:
-            return False
+            return None
         old = g.job
         inputs = snap_mod.podgroup_inputs(pg)
         if inputs != g.inputs:  # (equal inputs make equal fields) the job as it would be made now, compared
             queue = pg.spec.queue or "default"
             if queue not in self.queue_names:
-                return False
+                return None
             pcs, default, _ = self.prios
             new = snap_mod._job_from_podgroup(pg, queue, pcs, default)
             if any(getattr(new, f) != getattr(old, f) for f in _STATIC_JOB_FIELDS):
-                return False
+                return None
             g.inputs = inputs
         phase = snap_mod.podgroup_phase(pg)
-        if phase != old._base_phase:
-            self.records_version += 1
+        moved = phase != old._base_phase
         object.__setattr__(old, "phase", phase)
         object.__setattr__(old, "_base_phase", phase)
-        return True
+        return moved
 
     def _drop_group(self, key: str) -> None:
         g = self.groups.pop(key, None)

@@ -46,9 +46,9 @@ S = TaskStatus
 ALLOCATED = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING})
 # Statuses that count towards a gang being ready.
 READY = frozenset({S.ALLOCATED, S.BINDING, S.BOUND, S.RUNNING, S.SUCCEEDED})
-# Statuses that occupy a node.
 # Volcano's PreemptableStatus: what preemption may take, and what evicting a job whole evicts.
 PREEMPTABLE = frozenset({S.BOUND, S.RUNNING})
+# Statuses that occupy a node.
 ON_NODE = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING, S.BOUND, S.RUNNING, S.RELEASING})
 
 

@@ -143,16 +143,13 @@ class JobIndex:
         del self.allocated[uid], self.shares[uid]
         self.allocated[uid] = rec.sums[_ALLOCATED]
         self.shares[uid] = rec.share
-        if uid in self.active:
-            self.active.discard(uid)
-            self._active_order = None
         if old.phase is not None:
             del self.phases[old.key]
-        if rec.phase is None:
-            self.active.add(uid)
-            self._active_order = None
-        else:
+        if rec.phase is not None:
             self.phases[rec.key] = rec.phase
+        if (old.phase is None) != (rec.phase is None):  # (active: not quiet; the same order, so still in place)
+            (self.active.add if rec.phase is None else self.active.discard)(uid)
+            self._active_order = None
         return True
 
     def _record(self, job: JobInfo, order: tuple[int, int]) -> JobRecord:

@@ -10,7 +10,9 @@ new one first asks.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Callable
+
+from . import fastpath
 
 
 class Memo(dict):
@@ -25,6 +27,22 @@ class Memo(dict):
             self.clear()
         self[key] = value
         return value
+
+
+def by_arguments(memo: Memo, arguments: dict, read: Callable[[dict], Any]) -> Any:
+    """`read(arguments)`, kept in `memo` by the arguments (fastpath.plugin_setup_kept: a plugin is made every session
+    with the same ones; every argument is in the key, as the same setting may come under another spelling). Read
+    every time when an argument cannot be part of a key."""
+    if not fastpath.plugin_setup_kept:
+        return read(arguments)
+    try:
+        key = tuple(sorted(arguments.items()))
+        got = memo.get(key)
+    except TypeError:  # an unhashable or unsortable argument
+        return read(arguments)
+    if got is None:
+        got = memo.keep(key, read(arguments))
+    return got
 
 
 class PerConfig:

@@ -18,6 +18,12 @@ from .info import TaskInfo, TaskStatus
 DEFAULT_MAX_PODS = 110
 
 
+def copies_fit(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Per row of `room` (free resources per node, possibly negative), how many copies of request `vec` it holds."""
+    dims = vec > 0
+    return (np.maximum(room[:, dims], 0) // vec[dims]).min(axis=1)
+
+
 class NodeTable:
     def __init__(self, names: Sequence[str], allocatable: Sequence[Resources], extra_dims: Iterable[str] = ()):
         dims = {PODS}

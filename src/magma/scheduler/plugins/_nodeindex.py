@@ -742,14 +742,7 @@ class NodeIndex:
         uid = task.uid
         self._event_rows[uid] = row
         self._removed.discard(uid)
-        req = self.requested
-        vec = task.vec
-        if req.shape[1] != len(vec):
-            req = self.req()
-        if len(vec) == req.shape[1]:
-            req[row] += vec
-        else:
-            req[row, : len(vec)] += vec
+        self._shift_requested(row, task.vec, 1)
         placed = self._placed
         if placed is not None:
             if task.pod is not None and uid not in placed:
@@ -758,19 +751,23 @@ class NodeIndex:
             self._added.add(uid)  # `_add`'s changes to what the scan counts
             self._count(task, row, 1)
 
+    def _shift_requested(self, row: int, vec: np.ndarray, sign: int) -> None:
+        """Add (sign 1) or take (-1) a placed or removed task's request on its row of `requested`."""
+        req = self.requested
+        if req.shape[1] != len(vec):
+            req = self.req()
+        at = req[row] if len(vec) == req.shape[1] else req[row, : len(vec)]  # (a row view: cheaper than a slice)
+        if sign > 0:
+            at += vec
+        else:
+            at -= vec
+
     def _on_deallocate(self, task: TaskInfo) -> None:
         row = self._row_of(task)
         if row is None:
             return
         self._removed.add(task.uid)
-        req = self.requested
-        vec = task.vec
-        if req.shape[1] != len(vec):
-            req = self.req()
-        if len(vec) == req.shape[1]:  # (a row view: cheaper than the column slice)
-            req[row] -= vec
-        else:
-            req[row, : len(vec)] -= vec
+        self._shift_requested(row, task.vec, -1)
         if self._placed is not None:
             if task.uid in self._placed:
                 self._remove(task.uid)

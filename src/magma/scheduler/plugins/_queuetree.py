@@ -129,7 +129,7 @@ def limit_vector(spec: Resources, dims: Iterable[str], inherit: Resources | None
 
 def finite(res: Resources) -> Resources:
     """Drop unlimited dimensions (for reports)."""
-    if isinstance(res, Resources):
+    if fastpath.vector_memos and isinstance(res, Resources):
         for v in res._v.values():
             if v >= INF // 2:
                 break

@@ -216,7 +216,7 @@ class DrfPlugin:
         self.ssn = ssn
         self.total = total = ssn.total
         self._totals = [(k, t) for k, t in total.items() if t > 0]  # what dominant_share divides by
-        self._vote_memo: dict[tuple, tuple] = {}  # (job, request) -> (the job's allocation, total, share, totals)
+        self._vote_memo: dict[tuple, tuple] = {}  # (job, request) -> (the job's allocation, its share with it)
         index = getattr(ssn, "job_index", None)
         if index is not None and index.total == total:
             # every job's allocation and share, kept across sessions (fastpath.job_index)
@@ -269,14 +269,7 @@ class DrfPlugin:
         if alloc is None:
             return
         alloc = self.allocated[uid] = alloc + task.resreq if sign > 0 else alloc - task.resreq
-        # share_of(alloc) in plain ints: max over the cluster's resources of allocated / total
-        have = alloc._v.get
-        best = 0.0
-        for k, t in self._totals:
-            s = have(k, 0) / t
-            if s > best:
-                best = s
-        self.shares[uid] = best
+        self.shares[uid] = _rem_share(alloc._v, self._totals)  # share_of(alloc), in plain ints
         delta = self._total_delta
         for k, q in task.resreq._v.items():
             delta[k] = delta.get(k, 0) + sign * q
@@ -293,19 +286,15 @@ class DrfPlugin:
 
     def _preemptor_share(self, preemptor: TaskInfo, mine: Resources) -> tuple[float, list[tuple[str, int]]]:
         """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation), and the
-        cluster's totals to divide by: kept per job and request while the job's allocation and the total are the
-        same objects (asked for every node a preemptor looks at)."""
+        cluster's totals to divide by: kept per job and request while the job's allocation is the same object
+        (asked for every node a preemptor looks at; the total is the session's)."""
         key = (preemptor.job, preemptor.resreq)
         got = self._vote_memo.get(key) if fastpath.drf_vote_bound else None
-        if got is not None and got[0] is mine and got[1] is self.total:
-            return got[2], got[3]
-        ls = self.share_of(mine + preemptor.resreq)
-        # The same shares as share_of, from plain dicts updated in place (asked for every candidate of every
-        # node a preemptor looks at): max over the cluster's resources of remaining / total.
-        totals = [(k, v) for k, v in self.total.items() if v > 0]
-        if fastpath.drf_vote_bound:
-            self._vote_memo[key] = (mine, self.total, ls, totals)
-        return ls, totals
+        if got is None or got[0] is not mine:
+            got = (mine, self.share_of(mine + preemptor.resreq))
+            if fastpath.drf_vote_bound:
+                self._vote_memo[key] = got
+        return got[1], self._totals
 
     def job_bounds(self, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
         """What `victims` may give of each job (Session.victim_job_bounds). A candidate is given when the share its
@@ -352,22 +341,14 @@ class DrfPlugin:
                     # Evicting only lowers a job's share (requests are not negative): when its whole allocation's
                     # share is already refused, so is every share left after evicting any of its tasks (and once
                     # one of its tasks is refused, so are the ones offered after it).
-                    s0 = 0.0
-                    for k, v in totals:
-                        s = rem.get(k, 0) / v
-                        if s > s0:
-                            s0 = s
+                    s0 = _rem_share(rem, totals)
                     if not (ls < s0 or abs(ls - s0) <= SHARE_DELTA) and s0 < ls:
                         refused.add(t.job)
                         continue
                 remaining[t.job] = rem
             for k, v in t.resreq.items():
                 rem[k] = rem.get(k, 0) - v
-            rs = 0.0
-            for k, v in totals:
-                s = rem.get(k, 0) / v
-                if s > rs:
-                    rs = s
+            rs = _rem_share(rem, totals)
             if ls < rs or abs(ls - rs) <= SHARE_DELTA:
                 out.append(t)
             elif bound:  # the job's later tasks leave it a share no higher: refused too

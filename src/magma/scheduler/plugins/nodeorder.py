@@ -45,6 +45,7 @@ import numpy as np
 from magma.api.resources import CPU, GPU, MEMORY
 
 from ..framework import Session, TaskInfo, fastpath, plugin
+from ..framework.kept import Memo, by_arguments
 from . import _selectors as sel
 from ._nodeindex import NodeIndex, PodTerms, nonzero_extra
 
@@ -78,23 +79,12 @@ def _read_weights(args: dict[str, Any]) -> dict[str, int]:
 
 
 # The weights by the plugin's arguments (fastpath.plugin_setup_kept): the plugin is made every session with them.
-_WEIGHTS: dict[tuple, dict[str, int]] = {}
+_WEIGHTS = Memo(65)
 
 
 def weights(args: dict[str, Any]) -> dict[str, int]:
     """The score weights the arguments give (each plugin its own dict)."""
-    if not fastpath.plugin_setup_kept:
-        return _read_weights(args)
-    try:
-        key = tuple(sorted(args.items()))
-        got = _WEIGHTS.get(key)
-    except TypeError:  # an unhashable or unsortable argument: read them every time
-        return _read_weights(args)
-    if got is None:
-        if len(_WEIGHTS) > 64:
-            _WEIGHTS.clear()
-        got = _WEIGHTS[key] = _read_weights(args)
-    return dict(got)
+    return dict(by_arguments(_WEIGHTS, args, _read_weights))
 
 
 @plugin(NAME)

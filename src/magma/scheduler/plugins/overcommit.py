@@ -16,7 +16,7 @@ from fractions import Fraction
 from magma.api.resources import Resources
 
 from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
-from ..framework.kept import Memo
+from ..framework.kept import Memo, by_arguments
 from ._queuetree import amount, has_min_resources, job_inqueue, job_min_resources, requested_dims
 from ._queuetree import typed_argument
 
@@ -38,16 +38,7 @@ _TOTALS = Memo(65)
 
 
 def _factor(arguments: dict) -> float:
-    if not fastpath.plugin_setup_kept:
-        return _read_factor(arguments)
-    try:
-        key = tuple(sorted(arguments.items()))  # (every argument: the factor may come under another spelling)
-        got = _FACTORS.get(key)
-    except TypeError:  # an unhashable value: read it every time
-        return _read_factor(arguments)
-    if got is None:
-        got = _FACTORS.keep(key, _read_factor(arguments))
-    return got
+    return by_arguments(_FACTORS, arguments, _read_factor)
 
 
 def _overcommitted(total: Resources, factor: float) -> Resources:

@@ -424,7 +424,7 @@ class ProportionPlugin:
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.attrs: dict[str, QueueAttr] = {}
-        self._wanted: dict[Resources, list[tuple[str, int]]] = {}  # request -> the (resource, amount) it asks for
+        self._wanted = Memo(4097)  # request -> the (resource, amount) pairs it asks for
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -540,9 +540,7 @@ class ProportionPlugin:
         req = task.resreq
         dims = requested_dims(req)
         wanted = [(r, req[r]) for r in dims]
-        for at in self._path(queue.name):
-            if at.name == ROOT:
-                continue  # (chain(): the queues below root)
+        for at in self._chain(queue.name):
             alloc, deserved = at.allocated, at.deserved
             have, limit = alloc._v.get, deserved._v.get  # the common case in plain ints, without the future sum
             if all(have(r, 0) + q <= limit(r, 0) for r, q in wanted):
@@ -559,9 +557,7 @@ class ProportionPlugin:
         if queue.state != "Open" or not self.tree.is_leaf(queue.name):
             return False
         wanted = self._wanted_of(task.resreq)
-        for at in self._path(queue.name):
-            if at.name == ROOT:
-                continue
+        for at in self._chain(queue.name):
             have, limit = at.allocated._v.get, at.deserved._v.get
             for r, q in wanted:
                 if have(r, 0) + q > limit(r, 0):
@@ -572,9 +568,7 @@ class ProportionPlugin:
         """The (resource, amount) pairs a request asks for, pods left out (kept per request)."""
         wanted = self._wanted.get(req)
         if wanted is None:
-            if len(self._wanted) > 4096:
-                self._wanted.clear()
-            wanted = self._wanted[req] = [(r, q) for r, q in req.items() if q > 0 and r != PODS]
+            wanted = self._wanted.keep(req, [(r, q) for r, q in req.items() if q > 0 and r != PODS])
         return wanted
 
     def placements_left(self, queue: QueueInfo, task: TaskInfo, own_level_only: bool = False) -> int | None:
