@@ -32,6 +32,7 @@ from ..framework import JobInfo, QueueInfo, Session, action, fastpath
 from ..framework.jobindex import session_jobs
 from .. import reasons
 from .allocate import OrderedHeap, sorted_by_uid
+from .preempt import RunningWork, preemption_candidate
 
 
 def admit(ssn: Session, job: JobInfo) -> None:
@@ -42,16 +43,12 @@ def admit(ssn: Session, job: JobInfo) -> None:
 
 @action("enqueue")
 def enqueue(ssn: Session, arguments: dict) -> None:
-    from .preempt import RunningWork, preemption_candidate  # preempt imports allocate, as this module does
-
-    work: RunningWork | None = None
-    plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
     jobs = list(session_jobs(ssn))
     if fastpath.enqueue_idle and not any(job.is_pending() and job.queue in ssn.queues for job in jobs):
         return  # no job to consider: the loop below would only order the queues (fastpath.enqueue_idle)
     jobs = sorted_by_uid(jobs)
 
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())
+    order: list[QueueInfo] = []  # the queues to order, as first met
     seen: set[str] = set()
     pending: dict[str, OrderedHeap[JobInfo]] = {}
     index = getattr(ssn, "job_index", None)
@@ -62,36 +59,62 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             queue = ssn.queues.get(name)
             if queue is not None:
                 seen.add(name)
-                queues.push(queue)
+                order.append(queue)
     for job in jobs:
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
         if queue.name not in seen:
             seen.add(queue.name)
-            queues.push(queue)
+            order.append(queue)
         if job.is_pending():
             if queue.name not in pending:
                 pending[queue.name] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
             pending[queue.name].push(job)
 
+    gate = Gate(ssn)
+    if len(pending) <= 1:
+        # One queue with Pending jobs: the queue order cannot interleave it with another one (each other queue
+        # would be popped once and dropped), so its jobs are considered in job order without ordering the queues.
+        for jobs in pending.values():
+            while jobs:
+                gate.consider(jobs.pop())
+        return
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo(), order)
     while queues:
         queue = queues.pop()
         jobs = pending.get(queue.name)
         if not jobs:
             continue
-        job = jobs.pop()
+        gate.consider(jobs.pop())
+        queues.push(queue)
+
+
+class Gate:
+    """One enqueue action's verdicts on Pending jobs, one job at a time."""
+
+    def __init__(self, ssn: Session):
+        self.ssn = ssn
+        self.plan = getattr(ssn, "reservations", None)  # the reservation plugin's plan, when configured
+        self.work: RunningWork | None = None  # made when first needed
+
+    def consider(self, job: JobInfo) -> None:
+        ssn = self.ssn
         if job.min_resources.is_empty() or ssn.job_enqueueable(job):
             admit(ssn, job)
-        else:
-            if not job.reason:
-                job.reason = reasons.enqueue_reason(ssn, job)
-            if not job.tasks and preemption_candidate(ssn, job, work := work or RunningWork(ssn)):
-                # No pods to preempt with yet: admit so that they get created (see the module docstring).
-                admit(ssn, job)
-                job.reason = (f"{job.reason}; admitted anyway: its priority {job.priority} can preempt "
-                              f"running work, pods not created yet")
-            elif plan is not None and (note := plan.admit_anyway(job)):
-                admit(ssn, job)
-                job.reason = f"{job.reason}; {note}"
-        queues.push(queue)
+            return
+        if not job.reason:
+            job.reason = reasons.enqueue_reason(ssn, job)
+        if not job.tasks and preemption_candidate(ssn, job, self.running_work()):
+            # No pods to preempt with yet: admit so that they get created (see the module docstring).
+            admit(ssn, job)
+            job.reason = (f"{job.reason}; admitted anyway: its priority {job.priority} can preempt "
+                          f"running work, pods not created yet")
+        elif self.plan is not None and (note := self.plan.admit_anyway(job)):
+            admit(ssn, job)
+            job.reason = f"{job.reason}; {note}"
+
+    def running_work(self) -> RunningWork:
+        if self.work is None:
+            self.work = RunningWork(self.ssn)
+        return self.work

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import weakref
 from dataclasses import dataclass, field
 
@@ -77,6 +78,7 @@ from ..framework.nodes import copies_fit
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
+_UID = operator.attrgetter("uid")
 PREEMPT_STATUSES = PREEMPTABLE  # what preempt takes
 RECLAIM_STATUSES = frozenset({S.RUNNING})  # Volcano's reclaim takes Running tasks only
 WHOLE_STATUSES = PREEMPTABLE  # what evicting a job whole evicts
@@ -144,12 +146,20 @@ class QueueFigures:
         self._figures: dict[str, dict | None] = {}
 
     def of(self, queue: str) -> dict | None:
-        if queue not in self._figures:
-            self._figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
-        return self._figures[queue]
+        figures = self._figures
+        if queue not in figures:
+            figures[queue] = reasons.queue_figures(self.ssn, [queue]).get(queue)
+        return figures[queue]
 
     def figure(self, queue: str, key: str) -> Resources | None:
-        return _figure({queue: self.of(queue)}, queue, key)
+        """`_figure` of the queue's figures."""
+        fig = self.of(queue)
+        if not fig:
+            return None
+        v = fig.get(key)
+        if v is None:
+            return None
+        return v if isinstance(v, Resources) else Resources(v)
 
 
 class RunningWork:
@@ -197,11 +207,24 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     alloc = work.figures.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
-    need = reasons.gang_need(ssn, job) if job.tasks else Resources(
-        {k: v for k, v in job.min_resources.items() if k != PODS})
-    if not (alloc + need).less_equal(deserved, "zero"):
+    need = reasons.gang_need(ssn, job)._v if job.tasks else {
+        k: v for k, v in job.min_resources.items() if k != PODS}
+    if not _within(alloc._v, need, deserved._v):
         return False
     return any(q != job.queue for q in work.over)
+
+
+def _within(alloc: dict[str, int], need: dict[str, int], deserved: dict[str, int]) -> bool:
+    """`(alloc + need).less_equal(deserved, "zero")` in plain ints per resource: a resource the sum leaves at zero
+    is not compared (the sum drops it)."""
+    for k, v in alloc.items():
+        total = v + need.get(k, 0)
+        if total and total > deserved.get(k, 0):
+            return False
+    for k, v in need.items():
+        if k not in alloc and v and v > deserved.get(k, 0):
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- victim plans
@@ -534,8 +557,13 @@ class Evictor:
         """The session's jobs per queue, in uid order (made once)."""
         if self._jobs_by_queue is None:
             self._jobs_by_queue = {}
-            for job in sorted_by_uid(self.ssn.jobs.values()):
-                self._jobs_by_queue.setdefault(job.queue, []).append(job)
+            by_queue = self._jobs_by_queue
+            for job in sorted(self.ssn.jobs.values(), key=_UID):
+                got = by_queue.get(job.queue)
+                if got is None:
+                    by_queue[job.queue] = [job]
+                else:
+                    got.append(job)
         return self._jobs_by_queue
 
     def _index_queue(self, queue: str, jobs: list[JobInfo]) -> None:
@@ -870,7 +898,7 @@ class Evictor:
         if queue.state != "Open":
             across = 0
         else:
-            figs = self.live_figures(queue_chain(self.ssn, queue.name))
+            figs = self.live_figures([queue.name])  # (the queue's own level only)
             d, a = _figure(figs, queue.name, "deserved"), _figure(figs, queue.name, "allocated")
             wanted = [(r, v) for r, v in task.resreq.items() if v > 0 and r != PODS]
             if queue.name not in figs or d is None or a is None or not wanted:
