@@ -50,7 +50,7 @@ def enqueue(ssn: Session, arguments: dict) -> None:
 
     order: list[QueueInfo] = []  # the queues to order, as first met
     seen: set[str] = set()
-    pending: dict[str, OrderedHeap[JobInfo]] = {}
+    pending: dict[str, list[JobInfo]] = {}  # per queue its Pending jobs, by uid
     index = getattr(ssn, "job_index", None)
     if index is not None:
         # Every queue with jobs, in the order of its first job by uid (as the loop below meets them); the jobs
@@ -68,22 +68,29 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             seen.add(queue.name)
             order.append(queue)
         if job.is_pending():
-            if queue.name not in pending:
-                pending[queue.name] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
-            pending[queue.name].push(job)
+            got = pending.get(queue.name)
+            if got is None:
+                pending[queue.name] = [job]
+            else:
+                got.append(job)
+    # Each queue's jobs in JobOrder; a single job needs no order (nor its sort key).
+    job_key = ssn.job_order_key()
+    waiting: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = {
+        name: jobs if len(jobs) == 1 else OrderedHeap(ssn.job_order_cmp, jobs, key=job_key)
+        for name, jobs in pending.items()}
 
     gate = Gate(ssn)
-    if len(pending) <= 1:
+    if len(waiting) <= 1:
         # One queue with Pending jobs: the queue order cannot interleave it with another one (each other queue
         # would be popped once and dropped), so its jobs are considered in job order without ordering the queues.
-        for jobs in pending.values():
+        for jobs in waiting.values():
             while jobs:
                 gate.consider(jobs.pop())
         return
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo(), order)
     while queues:
         queue = queues.pop()
-        jobs = pending.get(queue.name)
+        jobs = waiting.get(queue.name)
         if not jobs:
             continue
         gate.consider(jobs.pop())
