@@ -124,11 +124,13 @@ def queue_chain(ssn: Session, name: str) -> list[str]:
 
 
 def _figure(figs: dict, name: str, key: str) -> Resources | None:
-    fig = figs.get(name)
-    if not fig or fig.get(key) is None:
-        return None
-    v = fig[key]
-    return v if isinstance(v, Resources) else Resources(v)
+    return _figure_in(figs.get(name), key)
+
+
+def _figure_in(fig: dict | None, key: str) -> Resources | None:
+    """One figure of a queue's (None when it has no figures or not that one)."""
+    v = fig.get(key) if fig else None
+    return v if v is None or isinstance(v, Resources) else Resources(v)
 
 
 def _over(alloc: Resources, deserved: Resources) -> bool:
@@ -152,14 +154,7 @@ class QueueFigures:
         return figures[queue]
 
     def figure(self, queue: str, key: str) -> Resources | None:
-        """`_figure` of the queue's figures."""
-        fig = self.of(queue)
-        if not fig:
-            return None
-        v = fig.get(key)
-        if v is None:
-            return None
-        return v if isinstance(v, Resources) else Resources(v)
+        return _figure_in(self.of(queue), key)
 
 
 class RunningWork:
@@ -893,8 +888,8 @@ class Evictor:
         (`Session.allocatable_left`), one across queues its entitlement at the queue's own level (its allocation
         with the task within its deserved share, by the share plugin's figures). None: no bound."""
         in_queue = self.ssn.allocatable_left(queue, task)
-        if not cross:
-            return in_queue
+        if not cross or in_queue is None:
+            return in_queue  # (None: no bound, whatever the share across queues allows)
         if queue.state != "Open":
             across = 0
         else:
@@ -904,7 +899,7 @@ class Evictor:
             if queue.name not in figs or d is None or a is None or not wanted:
                 return None  # (entitlement is then the Preemptive vote's, or unbounded)
             across = max(0, min((d[r] - a[r]) // v for r, v in wanted))
-        return None if in_queue is None else max(in_queue, across)
+        return max(in_queue, across)
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement?"""
