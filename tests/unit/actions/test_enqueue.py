@@ -80,6 +80,28 @@ def test_queue_order_decides_who_gets_the_room():
     assert job(ssn, "b1").phase == "Pending" and "cluster over-commit limit" in job(ssn, "b1").reason
 
 
+def test_one_queue_with_pending_jobs_is_served_in_job_order_without_ordering_queues():
+    # Only queue b has Pending jobs (a runs one): b's jobs come in JobOrder (priority first), and the queues are
+    # never ordered, as each other queue would only be popped and dropped.
+    text = (nodes_yaml("n", 2, gpu=8) + queue_yaml("a") + queue_yaml("b") + priority_class_yaml("high", 1000)
+            + gang_yaml("run", "a", 1, gpu=8, running_on=["n-0"])
+            + gang_yaml("low", "b", 1, gpu=8, phase="Pending", min_resources=True, creation=0)
+            + gang_yaml("high", "b", 1, gpu=8, phase="Pending", min_resources=True, creation=10,
+                        priority_class="high"))
+    w = World(text)
+    ssn = w.session(conf("enqueue", ["priority", "gang"], ["overcommit"]))
+    ssn.plugins["overcommit"].factor = 1.25  # 20 GPUs less 8 used: room for one more 8-GPU job
+    ssn.plugins["overcommit"].on_session_open(ssn)
+
+    def no_queue_order():
+        raise AssertionError("the queues were ordered")
+
+    ssn.queue_order_cmp_memo = no_queue_order
+    ACTIONS["enqueue"](ssn, {})
+    assert job(ssn, "high").phase == "Inqueue"
+    assert job(ssn, "low").phase == "Pending" and "cluster over-commit limit" in job(ssn, "low").reason
+
+
 def test_rejected_job_gets_a_numeric_reason_when_no_plugin_gives_one():
     text = nodes_yaml("n", 1, gpu=8) + queue_yaml("team") + gang_yaml("big", "team", 2, gpu=8, phase="Pending",
                                                                      min_resources=True)
