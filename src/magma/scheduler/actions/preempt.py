@@ -1477,15 +1477,16 @@ def preempt(ssn: Session, arguments: dict) -> None:
     if not found:
         return  # nothing below would run: no need to index victims
     ev = Evictor(ssn, dict(arguments or {}), "preempt")
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp)
-    preemptors: dict[str, OrderedHeap[JobInfo]] = {}
-    under_request: dict[str, list[JobInfo]] = {}
+    under_request: dict[str, list[JobInfo]] = {}  # per queue its preemptors, as found
     for job in found:
-        if job.queue not in preemptors:
-            preemptors[job.queue] = OrderedHeap(ssn.job_order_cmp)
-            queues.push(ssn.queues[job.queue])
-        preemptors[job.queue].push(job)
         under_request.setdefault(job.queue, []).append(job)
+    # Queues in QueueOrder, each one's preemptors in JobOrder: one alone needs no order.
+    order = [ssn.queues[name] for name in under_request]
+    queues: list[QueueInfo] | OrderedHeap[QueueInfo] = order if len(order) == 1 else OrderedHeap(
+        ssn.queue_order_cmp, order)
+    preemptors: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = {
+        name: list(jobs) if len(jobs) == 1 else OrderedHeap(ssn.job_order_cmp, jobs)
+        for name, jobs in under_request.items()}
 
     while queues:
         queue = queues.pop()
