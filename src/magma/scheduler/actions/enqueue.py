@@ -73,11 +73,13 @@ def enqueue(ssn: Session, arguments: dict) -> None:
                 pending[queue.name] = [job]
             else:
                 got.append(job)
-    # Each queue's jobs in JobOrder; a single job needs no order (nor its sort key).
-    job_key = ssn.job_order_key()
-    waiting: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = {
-        name: jobs if len(jobs) == 1 else OrderedHeap(ssn.job_order_cmp, jobs, key=job_key)
-        for name, jobs in pending.items()}
+    # Each queue's jobs in JobOrder; a single job needs no order (nor the sort key).
+    waiting: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = dict(pending)
+    several = [name for name, jobs in pending.items() if len(jobs) > 1]
+    if several:
+        job_key = ssn.job_order_key()
+        for name in several:
+            waiting[name] = OrderedHeap(ssn.job_order_cmp, pending[name], key=job_key)
 
     gate = Gate(ssn)
     if len(waiting) <= 1:

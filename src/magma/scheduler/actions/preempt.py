@@ -304,6 +304,7 @@ class Evictor:
         self._by_queue: dict[str, VictimIndex] | None = None
         self._unindexed: set[str] = set()  # queues not indexed yet
         self._jobs_by_queue: dict[str, list[JobInfo]] | None = None
+        self._queue_jobs: dict[str, list[JobInfo]] = {}  # `queue_jobs`' from the job index
         # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
         # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
         # frees when the action takes Running tasks only (reclaim); the jobs indexed.
@@ -346,7 +347,7 @@ class Evictor:
         count (pipelining is not an allocated status)."""
         got = self._alloc.get(queue)
         if got is None:
-            jobs = self.jobs_by_queue().get(queue, ()) if queue in self.ssn.queues else ()
+            jobs = self.queue_jobs(queue) if queue in self.ssn.queues else ()
             got = self._alloc[queue] = Resources.sum(job.allocated() for job in jobs)
         return got
 
@@ -547,6 +548,18 @@ class Evictor:
                 self._unindexed.discard(queue)
                 self._index_queue(queue, self.jobs_by_queue()[queue])
         return self._by_queue
+
+    def queue_jobs(self, queue: str) -> list[JobInfo]:
+        """`jobs_by_queue()`'s list of one queue (empty for a queue without jobs): taken from the session's job
+        index when it has one (it keeps each queue's job uids in order), without grouping every job."""
+        index = getattr(self.ssn, "job_index", None)
+        if index is None or self._jobs_by_queue is not None:
+            return self.jobs_by_queue().get(queue, [])
+        got = self._queue_jobs.get(queue)
+        if got is None:
+            jobs = self.ssn.jobs
+            got = self._queue_jobs[queue] = [jobs[uid] for uid in index.queue_uids.get(queue, ())]
+        return got
 
     def jobs_by_queue(self) -> dict[str, list[JobInfo]]:
         """The session's jobs per queue, in uid order (made once)."""
@@ -903,7 +916,9 @@ class Evictor:
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement?"""
-        return any(self._open_to(pjob, q, entitled) for q in self.jobs_by_queue())
+        index = getattr(self.ssn, "job_index", None)
+        names = self.jobs_by_queue() if index is None or self._jobs_by_queue is not None else index.queue_names()
+        return any(self._open_to(pjob, q, entitled) for q in names)
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
     def _workable(self, task: TaskInfo, pjob: JobInfo, scope: str, fut: np.ndarray, rows: np.ndarray,
@@ -977,7 +992,7 @@ class Evictor:
         fastpath.preempt_vote_bound): when the preemptor's queue has few jobs. Summing a few jobs' tasks costs less
         than the victim index (which it does not need); for many, the index's sums kept per priority are cheaper
         (`_queue_bound`). Either bound is exact."""
-        return fastpath.preempt_vote_bound and len(self.jobs_by_queue().get(pjob.queue, ())) <= VOTED_JOBS
+        return fastpath.preempt_vote_bound and len(self.queue_jobs(pjob.queue)) <= VOTED_JOBS
 
     def _voted_bound(self, task: TaskInfo, pjob: JobInfo) -> np.ndarray | None:
         """`_queue_bound` with only the jobs that may give a unit (fastpath.preempt_vote_bound): a job gives a unit
@@ -995,7 +1010,7 @@ class Evictor:
         statuses = WHOLE_STATUSES  # (self.statuses | WHOLE_STATUSES: the action's statuses are among them)
         total: np.ndarray | None = None
         # left out: jobs never a candidate of scope "queue" (candidates_on), jobs without a task a unit could take
-        jobs = [job for job in self.jobs_by_queue().get(pjob.queue, ())
+        jobs = [job for job in self.queue_jobs(pjob.queue)
                 if job is not pjob and job.priority <= pjob.priority and job.uid not in self.unsettled
                 and job.count(statuses)]
         # rows and requests gathered, summed with np.add.at (as `_index_queue` does)

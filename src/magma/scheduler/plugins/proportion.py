@@ -699,15 +699,18 @@ _VERDICTS = Memo(4096)  # key -> (reason, event text)
 def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | tuple[()]:
     """The first queue of `chain` (nearest first) whose realCapability `need` would exceed next to its allocation
     and reservations: (the job's reason, the event's message); () when none."""
-    wanted = [(k, v) for k, v in need.items() if v > 0 and k != PODS]  # (requested_dims, with the amounts)
+    amounts = need._v
+    dims = [k for k, v in amounts.items() if v > 0 and k != PODS]  # (requested_dims)
     for at in chain:
         # exceeding_on(need + allocated + inqueue - elastic, realCapability, dims), in plain ints per resource
-        alloc, inq, ela, real = at.allocated._v.get, at.inqueue._v.get, at.elastic._v.get, at.real_capability._v.get
-        bad = [k for k, v in wanted if v + alloc(k, 0) + inq(k, 0) - ela(k, 0) > real(k, 0)]
+        alloc, inq, ela, real = at.allocated._v, at.inqueue._v, at.elastic._v, at.real_capability._v
+        bad = [k for k in dims
+               if amounts[k] + alloc.get(k, 0) + inq.get(k, 0) - ela.get(k, 0) > real.get(k, 0)]
         if bad:
             if not fastpath.enqueue_verdicts_kept:
                 return refusal(at, need, bad)
-            key = (at.name, tuple((k, need[k], alloc(k, 0), inq(k, 0), ela(k, 0), real(k, 0)) for k in bad))
+            key = (at.name, tuple([(k, amounts[k], alloc.get(k, 0), inq.get(k, 0), ela.get(k, 0), real.get(k, 0))
+                                   for k in bad]))
             got = _VERDICTS.get(key)
             if got is None:
                 got = _VERDICTS.keep(key, refusal(at, need, bad))
