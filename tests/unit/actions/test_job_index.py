@@ -50,3 +50,20 @@ def test_without_the_fast_path_every_job_is_visited():
         ssn = scheduler.open_session()
         assert ssn.job_index is None
         assert sorted(j.name for j in session_jobs(ssn)) == ["a", "b", "big"]
+
+
+def test_preempt_takes_a_queues_jobs_from_the_index_as_grouping_every_job_gives_them():
+    from magma.scheduler.actions.preempt import Evictor
+
+    w = world()
+    w.tick(0)
+    scheduler = Scheduler(w.cluster, CONF)
+    scheduler.run_once()
+    ssn = scheduler.open_session()
+    assert ssn.job_index is not None
+    from_index = Evictor(ssn, {}, "preempt")
+    got = {q: from_index.queue_jobs(q) for q in ("team", "none")}
+    assert from_index._jobs_by_queue is None  # (nothing grouped every job)
+    grouped = Evictor(ssn, {}, "preempt").jobs_by_queue()
+    assert got == {"team": grouped["team"], "none": []}
+    assert got["team"] == sorted(ssn.jobs.values(), key=lambda j: j.uid)  # every job is in team, by uid
