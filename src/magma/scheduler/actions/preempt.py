@@ -420,6 +420,11 @@ class Evictor:
             figs = got[1][key] = reasons.queue_figures(self.ssn, list(names))
         return figs
 
+    def has_figures(self, queue: str) -> bool:
+        """Whether the share plugin gives the queue figures (which queues it gives them does not change in the action):
+        asked of the live figures, which the job's turn then reads (`_quota_left`) without asking the plugin again."""
+        return bool(self.live_figures([queue]).get(queue))
+
     def node_scores(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """`Session.node_scores(task, rows)`. With fastpath.preempt_caches, when every score function scores a node
         from the node's own state (`Session.node_scores_key`), all nodes are scored once per version of the session
@@ -1509,7 +1514,7 @@ def preempt(ssn: Session, arguments: dict) -> None:
         while jobs:
             job = jobs.pop()
             tasks = ssn.sorted_tasks([t for t in job.tasks.values() if t.status is S.PENDING])
-            cross = bool(ev.figures.of(job.queue))  # magma: across queues when a share plugin says deserved
+            cross = ev.has_figures(job.queue)  # magma: across queues when a share plugin says deserved
             stmt = Statement(ssn)
             if fastpath.preempt_gang_bound and ev.cannot_pipeline(job, tasks, cross, max(1, ssn.pipeline_need(job))):
                 finish_job(ssn, ev, stmt, job)  # no placement is tried: the turn could not pipeline the job
