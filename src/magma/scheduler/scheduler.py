@@ -292,10 +292,14 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     if not fastpath.queue_status_memo:
         return _rolled_up(ssn, allocated)
-    key = (tuple((name, tuple(q.children)) for name, q in ssn.queues.items()), tuple(allocated.items()))
+    shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
+    key = (shape, tuple(allocated.items()))
     got = _QUEUE_STATUS.get(key)
     if got is None:
-        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated))
+        below = _DESCENDANTS.get(shape)
+        if below is None:
+            below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
+        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated, below))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
@@ -303,23 +307,36 @@ def queue_status(ssn: Session) -> dict[str, dict]:
 # queue_status's answers by the queue tree and the per-queue allocations it rolls up (fastpath.queue_status_memo):
 # between sessions the allocations often come back to values seen before, and the roll-up is pure.
 _QUEUE_STATUS = Memo(1024)
+_DESCENDANTS = Memo(64)  # _descendants by the tree's names in order and their children (all it reads)
 
 
-def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:
-    """Each queue's allocation plus its descendants', as quantities."""
+def _rolled_up(ssn: Session, allocated: dict[str, Resources],
+               descendants: dict[str, list[str]] | None = None) -> dict[str, dict]:
+    """Each queue's allocation plus its descendants', as quantities (`descendants`: `_descendants(ssn.queues)`)."""
     out: dict[str, dict] = {}
-    for name, q in ssn.queues.items():
+    for name, below in (descendants or _descendants(ssn.queues)).items():
         parts = [allocated[name]]
-        stack = list(q.children)
-        while stack:
-            child = stack.pop()
+        for child in below:
             got = allocated.get(child)
             if got is not None:
                 parts.append(got)
-            stack.extend(ssn.queues[child].children if child in ssn.queues else [])
         # (the same amounts as adding them one by one; the quantities list the names sorted)
         total = parts[0] if len(parts) == 1 else Resources.sum(parts)
         out[name] = {"allocated": dict(_quantities(total))}
+    return out
+
+
+def _descendants(queues: dict) -> dict[str, list[str]]:
+    """Per queue, the queues below it as the roll-up visits them (children last named first, depth first)."""
+    out: dict[str, list[str]] = {}
+    for name, q in queues.items():
+        below = []
+        stack = list(q.children)
+        while stack:
+            child = stack.pop()
+            below.append(child)
+            stack.extend(queues[child].children if child in queues else [])
+        out[name] = below
     return out
 
 
