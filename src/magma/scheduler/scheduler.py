@@ -65,14 +65,23 @@ class Scheduler:
         self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
         self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
         self._flag_names: dict = {}
+        self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
 
     def snapshot(self) -> Snapshot:
         """The session's snapshot: the kept one brought up to date when the cluster keeps a change log and the
         configuration allows it (fastpath.incremental_snapshot), else built from every object."""
         state = self.cluster.state()
-        if fastpath.incremental_snapshot and cache_supported(self.cluster, self.config):
+        if fastpath.incremental_snapshot and self._cache_supported():
             return self._kept().snapshot(self.cluster, state)
         return build(state, self.scheduler_names)
+
+    def _cache_supported(self) -> bool:
+        """`cache_supported(self.cluster, self.config)`, asked again only for another cluster or configuration
+        object (a configuration's options never change; asked before every ingest and session)."""
+        got = self._supported
+        if got is None or got[0] is not self.cluster or got[1] is not self.config:
+            got = self._supported = (self.cluster, self.config, cache_supported(self.cluster, self.config))
+        return got[2]
 
     def _kept(self) -> SnapshotCache:
         """The incremental snapshot, made on first use, with the job index when fastpath.job_index is on."""
@@ -88,7 +97,7 @@ class Scheduler:
         """Take in what the cluster wrote since the last call or session (new pods become tasks, ...), outside
         any session, as Volcano's scheduler cache does from its informers. The next session's snapshot then
         takes only later changes. False (nothing done) when the scheduler builds its snapshot afresh."""
-        if not (fastpath.incremental_snapshot and cache_supported(self.cluster, self.config)):
+        if not (fastpath.incremental_snapshot and self._cache_supported()):
             return False
         self._kept().ingest(self.cluster, self.cluster.state())
         return True
