@@ -36,16 +36,15 @@ class MemoryCluster:
         self._terminating: dict[str, float] = {}  # pod key -> time its deletion completes
         self._log: list[tuple[str, str]] = []
         self._log_start = 0  # version of _log[0]
+        # The log's length so far, counting entries dropped from its head (read very often: a plain attribute, one
+        # more at every entry).
+        self.version = 0
         self._positions: dict[tuple[str, str], int] = {}
         self._next_position = 0
         for o in objects:
             self.add(o)
 
     # ---------------------------------------------------------------- change log
-    @property
-    def version(self) -> int:
-        return self._log_start + len(self._log)
-
     def _changed(self, kind: str, key: str, created: bool = False, deleted: bool = False) -> None:
         if created:
             self._positions[(kind, key)] = self._next_position
@@ -53,6 +52,7 @@ class MemoryCluster:
         elif deleted:
             self._positions.pop((kind, key), None)
         self._log.append((kind, key))
+        self.version += 1
         if len(self._log) > self.LOG_LIMIT:
             drop = len(self._log) // 2
             del self._log[:drop]

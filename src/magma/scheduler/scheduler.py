@@ -65,14 +65,23 @@ class Scheduler:
         self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
         self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
         self._flag_names: dict = {}
+        self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
 
     def snapshot(self) -> Snapshot:
         """The session's snapshot: the kept one brought up to date when the cluster keeps a change log and the
         configuration allows it (fastpath.incremental_snapshot), else built from every object."""
         state = self.cluster.state()
-        if fastpath.incremental_snapshot and cache_supported(self.cluster, self.config):
+        if fastpath.incremental_snapshot and self._cache_supported():
             return self._kept().snapshot(self.cluster, state)
         return build(state, self.scheduler_names)
+
+    def _cache_supported(self) -> bool:
+        """`cache_supported(self.cluster, self.config)`, asked again only for another cluster or configuration
+        object (a configuration's options never change; asked before every ingest and session)."""
+        got = self._supported
+        if got is None or got[0] is not self.cluster or got[1] is not self.config:
+            got = self._supported = (self.cluster, self.config, cache_supported(self.cluster, self.config))
+        return got[2]
 
     def _kept(self) -> SnapshotCache:
         """The incremental snapshot, made on first use, with the job index when fastpath.job_index is on."""
@@ -88,7 +97,7 @@ class Scheduler:
         """Take in what the cluster wrote since the last call or session (new pods become tasks, ...), outside
         any session, as Volcano's scheduler cache does from its informers. The next session's snapshot then
         takes only later changes. False (nothing done) when the scheduler builds its snapshot afresh."""
-        if not (fastpath.incremental_snapshot and cache_supported(self.cluster, self.config)):
+        if not (fastpath.incremental_snapshot and self._cache_supported()):
             return False
         self._kept().ingest(self.cluster, self.cluster.state())
         return True
@@ -292,10 +301,14 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     if not fastpath.queue_status_memo:
         return _rolled_up(ssn, allocated)
-    key = (tuple((name, tuple(q.children)) for name, q in ssn.queues.items()), tuple(allocated.items()))
+    shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
+    key = (shape, tuple(allocated.items()))
     got = _QUEUE_STATUS.get(key)
     if got is None:
-        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated))
+        below = _DESCENDANTS.get(shape)
+        if below is None:
+            below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
+        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated, below))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
@@ -303,23 +316,36 @@ def queue_status(ssn: Session) -> dict[str, dict]:
 # queue_status's answers by the queue tree and the per-queue allocations it rolls up (fastpath.queue_status_memo):
 # between sessions the allocations often come back to values seen before, and the roll-up is pure.
 _QUEUE_STATUS = Memo(1024)
+_DESCENDANTS = Memo(64)  # _descendants by the tree's names in order and their children (all it reads)
 
 
-def _rolled_up(ssn: Session, allocated: dict[str, Resources]) -> dict[str, dict]:
-    """Each queue's allocation plus its descendants', as quantities."""
+def _rolled_up(ssn: Session, allocated: dict[str, Resources],
+               descendants: dict[str, list[str]] | None = None) -> dict[str, dict]:
+    """Each queue's allocation plus its descendants', as quantities (`descendants`: `_descendants(ssn.queues)`)."""
     out: dict[str, dict] = {}
-    for name, q in ssn.queues.items():
+    for name, below in (descendants or _descendants(ssn.queues)).items():
         parts = [allocated[name]]
-        stack = list(q.children)
-        while stack:
-            child = stack.pop()
+        for child in below:
             got = allocated.get(child)
             if got is not None:
                 parts.append(got)
-            stack.extend(ssn.queues[child].children if child in ssn.queues else [])
         # (the same amounts as adding them one by one; the quantities list the names sorted)
         total = parts[0] if len(parts) == 1 else Resources.sum(parts)
         out[name] = {"allocated": dict(_quantities(total))}
+    return out
+
+
+def _descendants(queues: dict) -> dict[str, list[str]]:
+    """Per queue, the queues below it as the roll-up visits them (children last named first, depth first)."""
+    out: dict[str, list[str]] = {}
+    for name, q in queues.items():
+        below = []
+        stack = list(q.children)
+        while stack:
+            child = stack.pop()
+            below.append(child)
+            stack.extend(queues[child].children if child in queues else [])
+        out[name] = below
     return out
 
 

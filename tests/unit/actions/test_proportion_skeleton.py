@@ -42,6 +42,16 @@ def test_skeleton_gives_the_full_builds_figures_and_stays_as_kept():
         at.deserved = at.request
     again = proportion._attrs_from_skeleton(ssn, tree, dims, info, index, key)
     assert _figures(again) == _figures(full)
+    # with the queues' sums as shared_attrs hands them over (the key of the whole figures holds them)
+    figures = tuple((q, *index.queue_sums[q][:4]) for q in index.queue_names())
+    handed = proportion._attrs_from_skeleton(ssn, tree, dims, info, index, key, figures)
+    assert _figures(handed) == _figures(full)
+    assert all(list(a.items()) == list(b.items())  # the same vectors, names in the same order (root sums two)
+               for n in full for a, b in zip(_vectors(handed[n]), _vectors(full[n])))
+
+
+def _vectors(at) -> list:
+    return [at.allocated, at.request, at.inqueue, at.elastic, at.deserved]
 
 
 def test_kept_figures_are_lent_to_one_session_and_copied_before_it_changes_them():

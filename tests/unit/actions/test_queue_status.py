@@ -9,8 +9,8 @@ from magma.scheduler.framework import fastpath
 from magma.scheduler.scheduler import queue_status
 
 
-def _session(allocated: dict[str, dict]) -> types.SimpleNamespace:
-    tree = {"root": ["org"], "org": ["a", "b"], "a": [], "b": []}
+def _session(allocated: dict[str, dict], tree: dict | None = None) -> types.SimpleNamespace:
+    tree = tree or {"root": ["org"], "org": ["a", "b"], "a": [], "b": []}
     queues = {n: types.SimpleNamespace(children=list(kids)) for n, kids in tree.items()}
     alloc = {n: Resources(allocated.get(n, {})) for n in tree}
     return types.SimpleNamespace(job_index=None, queues=queues, queue_allocations=lambda: dict(alloc))
@@ -32,3 +32,11 @@ def test_each_session_gets_its_own_dicts():
     again = queue_status(ssn)
     assert again["a"] == {"allocated": {"cpu": "2"}}
     assert again["a"]["allocated"] is not first["a"]["allocated"]
+
+
+def test_another_tree_rolls_up_along_its_own_branches():
+    """The queues below each queue are kept by the tree's names and children: another shape has its own."""
+    alloc = {"a": {"cpu": 2000}, "b": {"cpu": 1000}}
+    assert queue_status(_session(alloc))["org"] == {"allocated": {"cpu": "3"}}
+    moved = queue_status(_session(alloc, {"root": ["org", "b"], "org": ["a"], "a": [], "b": []}))
+    assert moved["org"] == {"allocated": {"cpu": "2"}} and moved["root"] == {"allocated": {"cpu": "3"}}

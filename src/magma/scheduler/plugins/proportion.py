@@ -159,7 +159,8 @@ def shared_attrs(ssn: Session, tree: QueueTree) -> tuple[dict[str, QueueAttr], t
     got = _ATTRS.get(key)
     if got is None:
         if fastpath.proportion_skeleton and fastpath.proportion_open_lean:
-            attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, specs, tuple(q for q, *_ in figures)))
+            attrs = _attrs_from_skeleton(ssn, tree, dims, info, index, (bkey, specs, tuple(q for q, *_ in figures)),
+                                         figures)
         else:
             attrs = _build_attrs(ssn, tree, dims, info, index, bkey)
         if fastpath.proportion_attrs_lent:
@@ -346,30 +347,27 @@ def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, Que
 
 
 def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
-                         key: tuple) -> dict[str, QueueAttr]:
+                         key: tuple, figures: tuple | None = None) -> dict[str, QueueAttr]:
     """`_build_attrs` with the job index, from the kept skeleton: copies of its figures, then the same sums, root's
-    deserved and fills in the same order."""
+    deserved and fills in the same order. `figures`: per queue with jobs (queue, its four sums), as the key of the
+    whole figures holds them (else read from the index)."""
     got = _SKELETONS.get(key)
     if got is None:
         got = _SKELETONS.keep(key, _skeleton(ssn, tree, dims, info, key[2], key[0]))
     skeleton, plan, sums = got
     attrs = {n: _copy(at) for n, at in skeleton.items()}
+    if figures is not None:
+        own = {q: vs for q, *vs in figures}
+    else:
+        own = {q: [index.queue_sum(q, f) for f in _SUMMED] for q in key[2]}
     # Each queue's four figures: those of the queues with jobs at or below it, added one by one (in the order of
     # `key[2]`) to the skeleton's empty ones. Queues adding up the same queues get the same vectors, made once: one
-    # queue's own (empty + v is v), or several summed by `_add_into`, without a vector per addition.
-    figures: dict[str, list[Resources]] = {}
+    # queue's own (empty + v is v), or several summed in plain dicts, without a vector per addition.
     for added, queues in sums:
-        for q in added:
-            if q not in figures:
-                figures[q] = [index.queue_sum(q, f) for f in _SUMMED]
         if len(added) == 1:
-            alloc, req, inq, ela = figures[added[0]]
+            alloc, req, inq, ela = own[added[0]]
         else:
-            acc: tuple[dict[str, int], ...] = ({}, {}, {}, {})
-            for q in added:
-                for into, v in zip(acc, figures[q]):
-                    _add_into(into, v._v)
-            alloc, req, inq, ela = (Resources._of(d) for d in acc)
+            alloc, req, inq, ela = _summed([own[q] for q in added])
         for n in queues:
             at = attrs[n]  # (vectors never change: queues may share them)
             at.allocated, at.request, at.inqueue, at.elastic = alloc, req, inq, ela
@@ -381,14 +379,21 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
     return attrs
 
 
-def _add_into(acc: dict[str, int], v: dict[str, int]) -> None:
-    """acc += v in place, with Resources.__add__'s result: the same amounts, names in the same order, zeros dropped."""
-    for k, q in v.items():
-        n = acc.get(k, 0) + q
-        if n:
-            acc[k] = n
-        else:
-            del acc[k]  # (present: q is not zero)
+def _summed(parts: list) -> list[Resources]:
+    """Per figure, the parts' vectors added one by one from the empty vector, with Resources.__add__'s result: the
+    same amounts, names in the same order, zeros dropped. (The first part is copied as it is: a vector holds no
+    zeros, and adding it to the empty one keeps its names in their order.)"""
+    acc = [dict(v._v) for v in parts[0]]
+    for vectors in parts[1:]:
+        for into, v in zip(acc, vectors):
+            get = into.get
+            for k, q in v._v.items():
+                n = get(k, 0) + q
+                if n:
+                    into[k] = n
+                else:
+                    del into[k]  # (present: q is not zero)
+    return [Resources._of(d) for d in acc]
 
 
 # Water-fill results by their inputs (fastpath.proportion_memo): between sessions the queues' figures often come back
