@@ -152,6 +152,16 @@ def placement_sensitive(task: TaskInfo) -> bool:
     return aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
 
 
+def room_copies(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Per row of `room` (future idle), how many tasks asking `vec` it takes one after another: `copies_fit`, and
+    none on a node short on a resource the task does not ask for (`NodeTable.fits` compares every column)."""
+    copies = copies_fit(room, vec)
+    zero = vec <= 0
+    if zero.any():
+        copies[(room[:, zero] < vec[zero]).any(axis=1)] = 0
+    return copies
+
+
 def group_key(task: TaskInfo) -> tuple:
     return (task.shape, task.resreq)
 
@@ -721,7 +731,7 @@ class Allocator:
                      tasks: deque[TaskInfo]) -> tuple[Statement | None, bool]:
         """One turn of the job: its statement unless discarded, and whether the job is ready (JobReady)."""
         ssn = self.ssn
-        if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
+        if self._stops_short(job, queue, tasks):
             return None, False
         stmt = Statement(ssn)
         groups: dict[tuple, Candidates] = {}
@@ -777,35 +787,73 @@ class Allocator:
             reasons.record_queue_bound(ssn, queue, job, blocked)
         return None, False
 
-    def _quota_stops(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
-        """Would this turn place the tasks its queue's share lets in, have the queue refuse the next one, and fail
-        the gang? Then it is passed over with that turn's outcome: nothing placed, the refused task's queue bound on
-        the job (fastpath.allocate_quota_bound).
+    def _stops_short(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
+        """Would this turn place the tasks its queue's share and the nodes let in, then meet a task the queue
+        refuses (fastpath.allocate_quota_bound) or one no node holds (fastpath.allocate_node_bound), and fail the
+        gang? Then it is passed over with that turn's outcome: nothing placed, and the refused task's queue bound, or
+        the homeless task's node-fit summary, on the job.
 
         Exact when the tasks ask for the same and pass the same nodes (equal `Session.predicate_key`s: predicates
         that judge each node alone), and their placements move no other node's predicates; when every Allocatable
         function says how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each
-        placement adding one request to the allocations it compares); when the nodes the tasks pass hold k of them
-        in their future idle (a placement takes one task's room on one node: each of the first k finds a node);
-        and when k placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
-        `pipeline_need`). Without a reservation plan or node sampling."""
+        placement adding one request to the allocations it compares); when the nodes the tasks pass hold c of them
+        in their future idle (`room_copies`: a placement takes one task's room on one node, so each of the first
+        min(k, c) finds a node and, when c < k, the next finds none, every node then holding exactly its copies);
+        and when min(k, c) placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
+        `pipeline_need`). A homeless task ends the turn only when the gang is every task of the job
+        (`need_continue_allocating`), and its summary is made with the predicate result the turn would use.
+        Without a reservation plan or node sampling."""
         ssn = self.ssn
         if self.plan is not None or self.sampling.enabled or not tasks:
             return False
         first = tasks[0]
         k = ssn.allocatable_left(queue, first, exact=True)
-        if k is None or k >= len(tasks) or any(t.resreq != first.resreq for t in tasks):
+        if k is None or any(t.resreq != first.resreq for t in tasks):
             return False
-        if ssn.ready_need(job) <= k or ssn.pipeline_need(job) <= k:
+        quota = fastpath.allocate_quota_bound and k < len(tasks)
+        nodes = fastpath.allocate_node_bound and k > 0 and job.min_available == len(job.tasks)
+        if not (quota or nodes):
             return False
-        if k:  # (k = 0: the queue refuses the first task, and so every task; nothing is placed)
-            key = ssn.predicate_key(first)
-            if key is None or any(placement_sensitive(t) or ssn.predicate_key(t) != key for t in tasks):
+        need = min(ssn.ready_need(job), len(tasks))
+        if not need or (quota and not nodes and k >= need):
+            return False
+        need = min(need, ssn.pipeline_need(job))
+        if not k:  # the queue refuses the first task, and so every task; nothing is placed
+            if not need:
                 return False
-            if int(copies_fit(ssn.table.future_idle()[self.predicates.get(first).mask], first.vec).sum()) < k:
+            reasons.record_queue_bound(ssn, queue, job, first)
+            return True
+        if any(placement_sensitive(t) for t in tasks):
+            return False
+        pred = self.predicates.get(first)
+        room = ssn.table.future_idle()
+        copies = room_copies(room[pred.mask], first.vec)
+        c = int(copies.sum())
+        if min(k, c) >= need:
+            return False
+        key = ssn.predicate_key(first)
+        if key is None or any(ssn.predicate_key(t) != key for t in tasks):
+            return False
+        if k <= c:
+            if not quota:
                 return False
-        reasons.record_queue_bound(ssn, queue, job, tasks[k])
+            reasons.record_queue_bound(ssn, queue, job, tasks[k])
+            return True
+        homeless = tasks[c]
+        if not nodes or not self._same_predicates(pred, key, [tasks[i] for i in range(c + 1)]):
+            return False
+        room[pred.mask] -= copies[:, None] * first.vec  # every node the tasks pass holds its copies
+        job.fit_errors[homeless.uid] = reasons.node_fit_summary(ssn, homeless, self.predicates.rows, pred, room)
         return True
+
+    def _same_predicates(self, pred: PredicateResult, key: tuple, tasks: list[TaskInfo]) -> bool:
+        """Whether every group these tasks would use in a turn (a shared group of their predicate key and request
+        made already, or one made from one of them) holds `pred` itself: then a node-fit summary is made from it."""
+        if any(self.predicates.get(t) is not pred for t in tasks):
+            return False
+        generation, resreq = self.predicates.generation, tasks[0].resreq
+        return all(g.pred is pred for k, g in self.shared.items()
+                   if g.generation == generation and k[0] == key and k[1] == resreq)
 
 
 @action("allocate")

@@ -364,7 +364,7 @@ class Session:
         that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
         no later one. 0 when none says. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`, allocate's
-        `_quota_stops`)."""
+        `_stops_short`)."""
         need = 0
         for tier in self._enabled("job_pipelined"):
             if not tier:
@@ -392,7 +392,7 @@ class Session:
         A plugin says so with a method `placements_left(queue, task, own_level_only)` (None: no bound). Allocatable
         needs every function, so the least answer holds. By default an upper bound that counts the queue's own level
         only (taking from other queues may lower its ancestors': preempt's `Evictor.cannot_pipeline`); `exact`: the
-        number itself, over the whole path, or None unless every function says (allocate's `_quota_stops`)."""
+        number itself, over the whole path, or None unless every function says (allocate's `_stops_short`)."""
         least = None
         for fn in self._enabled_fns("allocatable"):
             left_of = getattr(getattr(fn, "__self__", None), "placements_left", None)
