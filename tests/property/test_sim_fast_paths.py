@@ -327,3 +327,18 @@ def test_sessions_repeating_the_last_on_its_own_status_writes_are_skipped():
         assert fast_times <= slow_times
         gained += fast_skipped - slow_skipped
     assert gained > 0
+
+
+def test_queue_bound_texts_are_kept_across_sessions_by_their_figures(monkeypatch, tmp_path):
+    """fastpath.queue_bound_kept: a queue-bound reason whose need and path figures were met in an earlier session is
+    given again without being written; the simulations record the same as with every text written."""
+    from magma.scheduler import reasons
+
+    written, asked = [], []
+    text, reason = reasons._bound_text, reasons._queue_bound_reason
+    monkeypatch.setattr(reasons, "_bound_text", lambda *a: written.append(a) or text(*a))
+    monkeypatch.setattr(reasons, "_queue_bound_reason", lambda *a: asked.append(a) or reason(*a))
+    reasons._BOUND_TEXTS.clear()
+    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
+    assert 0 < len(written) < len(asked), (len(written), len(asked))
+    _same_with_and_without(tmp_path, "queue_bound_kept")

@@ -18,6 +18,7 @@ import numpy as np
 from magma.api.resources import PODS, Resources
 
 from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus, fastpath
+from .framework.kept import Memo
 
 S = TaskStatus
 
@@ -193,16 +194,34 @@ def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     return got
 
 
+# Queue-bound reasons by everything their texts read (fastpath.queue_bound_kept): the need and, per queue on the path
+# (nearest first, the job's own queue first), its name, deserved, real capability and allocation. A job its queue's
+# share holds back is refused again with the same figures session after session.
+_BOUND_TEXTS = Memo(4096)
+
+
 def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     q = ssn.queues.get(queue_name)
     if q is not None and q.state != "Open":
         return f"queue {queue_name} is {q.state}, not Open"
     chain = [queue_name, *ancestors(ssn, queue_name)]
     figures = queue_figures(ssn, chain)
-    for bound_key, label in (("deserved", "deserved"), ("realCapability", "real capability")):
-        for name in chain:
-            fig = figures.get(name)
-            bound, alloc = _res(fig, bound_key), _res(fig, "allocated")
+    bounds = tuple((name, _res(fig, "deserved"), _res(fig, "realCapability"), _res(fig, "allocated"))
+                   for name in chain for fig in (figures.get(name),))
+    if not fastpath.queue_bound_kept:
+        return _bound_text(need, bounds)
+    key = (need, bounds)
+    got = _BOUND_TEXTS.get(key)
+    if got is None:
+        got = _BOUND_TEXTS.keep(key, _bound_text(need, bounds))
+    return got
+
+
+def _bound_text(need: Resources, bounds: tuple) -> str:
+    """The reason of `_queue_bound_reason` from the path's figures: (name, deserved, real capability, allocated)."""
+    for index, label in ((1, "deserved"), (2, "real capability")):
+        for chain_figures in bounds:
+            name, bound, alloc = chain_figures[0], chain_figures[index], chain_figures[3]
             if bound is None or alloc is None:
                 continue
             bad = [r for r in sorted(need) if need[r] > 0 and alloc[r] + need[r] > bound[r]]
@@ -210,7 +229,7 @@ def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
                 return f"queue {name}: " + "; ".join(
                     f"{label} {_amount(r, bound[r])} {r}, allocated {_amount(r, alloc[r])}, "
                     f"job needs {_amount(r, need[r])} more" for r in bad)
-    return (f"queue {queue_name}: its share allows no more now, job needs "
+    return (f"queue {bounds[0][0]}: its share allows no more now, job needs "
             + ", ".join(f"{_amount(r, need[r])} {r}" for r in sorted(need) if need[r] > 0) + " more")
 
 

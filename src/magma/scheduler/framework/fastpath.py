@@ -260,6 +260,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   one node), find no node for the next, fall short of JobReady and JobPipelined and discard them all. It is passed
   over with that outcome: nothing placed, and that task's node-fit summary on the job, made from the future idle
   less each node's copies and from the predicate result the turn's groups would hold (the same object).
+- `queue_bound_kept` (allocate's reasons): a queue-bound reason's text is kept across sessions by everything it
+  reads (the job's need and, per queue on the path, its name, deserved, real capability and allocation, as the
+  figures give them), instead of being written again each session for a job that waits on the same figures.
 - `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
   sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
   the parse reads), as the node index already keeps them within a session.
@@ -340,6 +343,7 @@ preempt_fit_once = True
 preempt_gang_bound = True
 allocate_quota_bound = True
 allocate_node_bound = True
+queue_bound_kept = True
 pod_facts_kept = True
 index_moves_in_place = True
 queue_sync_recounted = True
@@ -367,7 +371,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
-          "allocate_node_bound")
+          "allocate_node_bound", "queue_bound_kept")
 
 
 @contextmanager
