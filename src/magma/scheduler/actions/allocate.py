@@ -627,6 +627,8 @@ class Allocator:
         self.state_keys: dict[int, bytes] = {}
         self._sensitive_jobs: dict[str, bool] = {}  # job uid -> had it a placement-sensitive task at its first turn
         self.shared: dict[tuple, SharedGroup] = {}
+        # (predicate generation, Session.predicate_key) -> the predicate result of tasks of that key (`_stops_short`)
+        self.by_key: dict[tuple, PredicateResult] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
 
@@ -801,8 +803,8 @@ class Allocator:
         min(k, c) finds a node and, when c < k, the next finds none, every node then holding exactly its copies);
         and when min(k, c) placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
         `pipeline_need`). A homeless task ends the turn only when the gang is every task of the job
-        (`need_continue_allocating`), and its summary is made with the predicate result the turn would use.
-        Without a reservation plan or node sampling."""
+        (`need_continue_allocating`); its summary reads the predicate result of its key, which is every such
+        task's. Without a reservation plan or node sampling."""
         ssn = self.ssn
         if self.plan is not None or self.sampling.enabled or not tasks:
             return False
@@ -825,35 +827,36 @@ class Allocator:
             return True
         if any(placement_sensitive(t) for t in tasks):
             return False
-        pred = self.predicates.get(first)
-        room = ssn.table.future_idle()
-        copies = room_copies(room[pred.mask], first.vec)
-        c = int(copies.sum())
-        if min(k, c) >= need:
-            return False
         key = ssn.predicate_key(first)
-        if key is None or any(ssn.predicate_key(t) != key for t in tasks):
+        if key is None:
+            return False
+        pred = self._predicate_of_key(key, first)
+        mask = pred.mask
+        room = ssn.table.future_idle()
+        copies = room_copies(room[mask], first.vec)
+        c = int(copies.sum())
+        if min(k, c) >= need or any(ssn.predicate_key(t) != key for t in tasks):
             return False
         if k <= c:
             if not quota:
                 return False
             reasons.record_queue_bound(ssn, queue, job, tasks[k])
             return True
-        homeless = tasks[c]
-        if not nodes or not self._same_predicates(pred, key, [tasks[i] for i in range(c + 1)]):
+        if not nodes:
             return False
-        room[pred.mask] -= copies[:, None] * first.vec  # every node the tasks pass holds its copies
+        homeless = tasks[c]
+        room[mask] -= copies[:, None] * first.vec  # every node the tasks pass holds its copies
         job.fit_errors[homeless.uid] = reasons.node_fit_summary(ssn, homeless, self.predicates.rows, pred, room)
         return True
 
-    def _same_predicates(self, pred: PredicateResult, key: tuple, tasks: list[TaskInfo]) -> bool:
-        """Whether every group these tasks would use in a turn (a shared group of their predicate key and request
-        made already, or one made from one of them) holds `pred` itself: then a node-fit summary is made from it."""
-        if any(self.predicates.get(t) is not pred for t in tasks):
-            return False
-        generation, resreq = self.predicates.generation, tasks[0].resreq
-        return all(g.pred is pred for k, g in self.shared.items()
-                   if g.generation == generation and k[0] == key and k[1] == resreq)
+    def _predicate_of_key(self, key: tuple, task: TaskInfo) -> PredicateResult:
+        """The predicate result of the tasks of this predicate key: `task`'s (tasks of equal keys get equal results,
+        as a shared group's result stands for every task of its key)."""
+        at = (self.predicates.generation, key)
+        pred = self.by_key.get(at)
+        if pred is None:
+            pred = self.by_key[at] = self.predicates.get(task)
+        return pred
 
 
 @action("allocate")
