@@ -342,3 +342,18 @@ def test_queue_bound_texts_are_kept_across_sessions_by_their_figures(monkeypatch
     Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
     assert 0 < len(written) < len(asked), (len(written), len(asked))
     _same_with_and_without(tmp_path, "queue_bound_kept")
+
+
+def test_node_fit_summaries_are_kept_across_sessions_by_what_they_read(monkeypatch, tmp_path):
+    """fastpath.fit_summaries_kept: a node-fit summary over a kept predicate result, the same request and the same
+    offered resources is given again without being made; the simulations record the same as with every summary made."""
+    from magma.scheduler import reasons
+
+    made, asked = [], []
+    make, summary = reasons._node_fit_summary, reasons.node_fit_summary
+    monkeypatch.setattr(reasons, "_node_fit_summary", lambda *a: made.append(a) or make(*a))
+    monkeypatch.setattr(reasons, "node_fit_summary", lambda *a: asked.append(a) or summary(*a))
+    reasons._FIT_SUMMARIES.clear()
+    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
+    assert 0 < len(made) < len(asked), (len(made), len(asked))
+    _same_with_and_without(tmp_path, "fit_summaries_kept")

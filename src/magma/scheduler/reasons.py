@@ -19,6 +19,7 @@ from magma.api.resources import PODS, Resources
 
 from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus, fastpath
 from .framework.kept import Memo
+from .framework.session import read_only
 
 S = TaskStatus
 
@@ -28,6 +29,12 @@ def _amount(name: str, value: int) -> str:
     return Resources({name: int(value)}).quantity_text(name)
 
 
+# Node-fit summaries by everything they read (fastpath.fit_summaries_kept): the predicate result itself (read-only, so
+# that its contents cannot change; kept results come back session after session), the rows, the request, what the rows
+# that pass are offered, the node count and the table's columns. A job waiting for room meets the same nodes again.
+_FIT_SUMMARIES = Memo(4096)
+
+
 def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: PredicateResult,
                      avail: np.ndarray) -> str:
     """`0/32 nodes are available: 29 Insufficient nvidia.com/gpu (need 8, best node has 4 free), ...`.
@@ -35,6 +42,19 @@ def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: Predi
     `rows` are the candidate node rows, `pred` the predicate result over them, `avail` the resources
     the action offered (future idle) for all nodes.
     """
+    if not fastpath.fit_summaries_kept or not read_only(pred):
+        return _node_fit_summary(ssn, task, rows, pred, avail)
+    table = ssn.table
+    key = (id(pred), rows.tobytes(), task.vec.tobytes(), avail[rows[pred.mask]].tobytes(), len(ssn.node_list),
+           tuple(table.dims))
+    got = _FIT_SUMMARIES.get(key)
+    if got is None or got[0] is not pred:  # (the entry holds the result: its id stays its own)
+        got = _FIT_SUMMARIES.keep(key, (pred, _node_fit_summary(ssn, task, rows, pred, avail)))
+    return got[1]
+
+
+def _node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: PredicateResult,
+                      avail: np.ndarray) -> str:
     table = ssn.table
     counts: Counter[str] = Counter()
     order: list[str] = []

@@ -83,7 +83,7 @@ def _combined(results: list[PredicateResult], n: int) -> PredicateResult:
     return PredicateResult(ok, reasons)
 
 
-def _read_only(r: PredicateResult, freeze: bool = False) -> bool:
+def read_only(r: PredicateResult, freeze: bool = False) -> bool:
     """Whether the result's arrays are read-only (with `freeze`, made so first)."""
     arrays = [r.mask, *(failing for _, failing in r.reasons)]
     if freeze:
@@ -512,8 +512,8 @@ class Session:
         if got is not None and all(map(operator.is_, got[0], results)):
             return got[1]
         combined = _combined(results, len(rows))
-        if all(_read_only(r) for r in results):  # results that cannot change give the same combination again
-            _read_only(combined, freeze=True)
+        if all(read_only(r) for r in results):  # results that cannot change give the same combination again
+            read_only(combined, freeze=True)
             _COMBINED.keep(key, (results, combined))  # (holding the results keeps their ids theirs)
         return combined
 
