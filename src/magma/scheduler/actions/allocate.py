@@ -24,7 +24,9 @@ default true), and within a job's turn every group keeps its candidate masks and
 rows; after a placement only the rows that changed are re-checked and re-scored. There is no loop over nodes
 in Python. Jobs whose pods carry inter-pod (anti-)affinity or topology-spread constraints make placements
 change other nodes' predicates and scores, so for them (and for every job after such a pod was placed) the
-arrays are recomputed after each placement.
+arrays are recomputed after each placement. A gang turn that would place what its queue's share or the nodes let in
+and then fail (a job waiting, session after session) is foreseen from counts and passed over with the same outcome
+(`Allocator._stops_short`).
 
 Deliberate differences from Volcano (docs/volcano-differences.md):
 - Ties between equal best scores: Volcano picks one at random; magma takes the lowest node row (the order of

@@ -259,7 +259,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   its turn would place c tasks, every node then holding exactly its copies (a placement takes one task's room on
   one node), find no node for the next, fall short of JobReady and JobPipelined and discard them all. It is passed
   over with that outcome: nothing placed, and that task's node-fit summary on the job, made from the future idle
-  less each node's copies and from the predicate result the turn's groups would hold (the same object).
+  less each node's copies and from the predicate result of the tasks' predicate key (equal keys, equal results:
+  what a shared group's result already stands for).
 - `queue_bound_kept` (allocate's reasons): a queue-bound reason's text is kept across sessions by everything it
   reads (the job's need and, per queue on the path, its name, deserved, real capability and allocation, as the
   figures give them), instead of being written again each session for a job that waits on the same figures.
