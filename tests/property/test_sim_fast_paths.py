@@ -329,19 +329,36 @@ def test_sessions_repeating_the_last_on_its_own_status_writes_are_skipped():
     assert gained > 0
 
 
+def _kept_across_sessions(monkeypatch, tmp_path, switch: str, asked_name: str, made_name: str, memo) -> None:
+    """A text kept across sessions (`memo`, fast path `switch`): asked for (`reasons.<asked_name>`) more often than
+    made (`reasons.<made_name>`) in a simulation, and the simulations record the same with the switch off."""
+    from magma.scheduler import reasons
+
+    counts = {asked_name: 0, made_name: 0}
+
+    def counting(name):
+        fn = getattr(reasons, name)
+
+        def counted(*a):
+            counts[name] += 1
+            return fn(*a)
+        return counted
+
+    for name in counts:
+        monkeypatch.setattr(reasons, name, counting(name))
+    memo.clear()
+    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
+    assert 0 < counts[made_name] < counts[asked_name], counts
+    _same_with_and_without(tmp_path, switch)
+
+
 def test_queue_bound_texts_are_kept_across_sessions_by_their_figures(monkeypatch, tmp_path):
     """fastpath.queue_bound_kept: a queue-bound reason whose need and path figures were met in an earlier session is
     given again without being written; the simulations record the same as with every text written."""
     from magma.scheduler import reasons
 
-    written, asked = [], []
-    text, reason = reasons._bound_text, reasons._queue_bound_reason
-    monkeypatch.setattr(reasons, "_bound_text", lambda *a: written.append(a) or text(*a))
-    monkeypatch.setattr(reasons, "_queue_bound_reason", lambda *a: asked.append(a) or reason(*a))
-    reasons._BOUND_TEXTS.clear()
-    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
-    assert 0 < len(written) < len(asked), (len(written), len(asked))
-    _same_with_and_without(tmp_path, "queue_bound_kept")
+    _kept_across_sessions(monkeypatch, tmp_path, "queue_bound_kept", "_queue_bound_reason", "_bound_text",
+                          reasons._BOUND_TEXTS)
 
 
 def test_node_fit_summaries_are_kept_across_sessions_by_what_they_read(monkeypatch, tmp_path):
@@ -349,11 +366,5 @@ def test_node_fit_summaries_are_kept_across_sessions_by_what_they_read(monkeypat
     offered resources is given again without being made; the simulations record the same as with every summary made."""
     from magma.scheduler import reasons
 
-    made, asked = [], []
-    make, summary = reasons._node_fit_summary, reasons.node_fit_summary
-    monkeypatch.setattr(reasons, "_node_fit_summary", lambda *a: made.append(a) or make(*a))
-    monkeypatch.setattr(reasons, "node_fit_summary", lambda *a: asked.append(a) or summary(*a))
-    reasons._FIT_SUMMARIES.clear()
-    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
-    assert 0 < len(made) < len(asked), (len(made), len(asked))
-    _same_with_and_without(tmp_path, "fit_summaries_kept")
+    _kept_across_sessions(monkeypatch, tmp_path, "fit_summaries_kept", "node_fit_summary", "_node_fit_summary",
+                          reasons._FIT_SUMMARIES)
