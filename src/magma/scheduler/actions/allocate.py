@@ -707,20 +707,20 @@ class Allocator:
 
         while queues:
             queue = queues.pop()
+            jobs = jobs_by_queue[queue.name]
+            if not jobs:
+                continue  # its jobs' turns are over (Overused, a query, would change nothing now)
             if ssn.overused(queue):
-                held = jobs_by_queue[queue.name].items()
-                if self.plan is not None and held:
+                held = jobs.items()
+                if self.plan is not None:
                     # Its first job still gets its reservation: the queue's own work ends, the gang's start nears.
-                    first = jobs_by_queue[queue.name].pop()
+                    first = jobs.pop()
                     self.plan.job_unplaced(first)
-                    held = [first, *jobs_by_queue[queue.name].items()]
+                    held = [first, *jobs.items()]
                 # Dropped for the rest of the action: say so on every job it still holds.
                 for job in held:
                     if not job.reason:
                         job.reason = reasons.queue_overused_reason(ssn, queue)
-                continue
-            jobs = jobs_by_queue.get(queue.name)
-            if not jobs:
                 continue
             job = jobs.pop()
             stmt, ready = self.allocate_job(job, queue, self.tasks[job.uid])
