@@ -263,30 +263,56 @@ def _records(sim: Simulation) -> tuple:
     return json.dumps(result, sort_keys=True, default=str), events, sim.cluster.bindings, sim.cluster.evictions
 
 
-def test_gang_turns_the_queue_share_stops_are_passed_over_with_the_same_outcome(monkeypatch, tmp_path):
-    """fastpath.allocate_quota_bound passes over allocate turns that would place tasks and then meet the queue's
-    share (not only turns refused at once), and the simulations record the same as with every turn tried."""
+def _short_turns(monkeypatch) -> list[tuple[str, int]]:
+    """Record the turns allocate passes over (`Allocator._stops_short`): ("quota", k) for a queue bound written
+    after k placements, ("nodes", c) for a node-fit summary written after c."""
     from magma.scheduler.actions import allocate
 
-    judge = allocate.Allocator._quota_stops
-    placed_first: list[int] = []
+    judge = allocate.Allocator._stops_short
+    seen: list[tuple[str, int]] = []
 
     def counting(self, job, queue, tasks):
         k = self.ssn.allocatable_left(queue, tasks[0], exact=True) if tasks else None
+        errors = dict(job.fit_errors)
         got = judge(self, job, queue, tasks)
         if got:
-            placed_first.append(k)
+            homeless = [uid for uid in job.fit_errors if uid not in errors]
+            if homeless:
+                seen.append(("nodes", [t.uid for t in tasks].index(homeless[0])))
+            else:
+                seen.append(("quota", k))
         return got
 
-    monkeypatch.setattr(allocate.Allocator, "_quota_stops", counting)
+    monkeypatch.setattr(allocate.Allocator, "_stops_short", counting)
+    return seen
+
+
+def _same_with_and_without(tmp_path, switch: str) -> None:
     for seed in range(3):
         fast = Simulation(seed_gangs(tmp_path, seed, 90), until=7200)
         fast.run()
         slow = Simulation(seed_gangs(tmp_path, seed, 90), until=7200)
-        with fastpath.disabled("allocate_quota_bound"):
+        with fastpath.disabled(switch):
             slow.run()
         assert _records(fast) == _records(slow), seed
-    assert any(k >= 1 for k in placed_first), sorted(placed_first)
+
+
+def test_gang_turns_the_queue_share_stops_are_passed_over_with_the_same_outcome(monkeypatch, tmp_path):
+    """fastpath.allocate_quota_bound passes over allocate turns that would place tasks and then meet the queue's
+    share (not only turns refused at once), and the simulations record the same as with every turn tried."""
+    seen = _short_turns(monkeypatch)
+    _same_with_and_without(tmp_path, "allocate_quota_bound")
+    assert any(kind == "quota" and k >= 1 for kind, k in seen), sorted(seen)
+
+
+def test_gang_turns_the_nodes_stop_are_passed_over_with_the_same_outcome(monkeypatch, tmp_path):
+    """fastpath.allocate_node_bound passes over allocate turns that would place tasks and then find no node for the
+    next (not only turns failing at once), and the simulations record the same, fit summaries included, as with
+    every turn tried."""
+    seen = _short_turns(monkeypatch)
+    _same_with_and_without(tmp_path, "allocate_node_bound")
+    assert any(kind == "nodes" and c >= 1 for kind, c in seen), sorted(seen)
+    assert any(kind == "nodes" and c == 0 for kind, c in seen), sorted(seen)
 
 
 def test_sessions_repeating_the_last_on_its_own_status_writes_are_skipped():
@@ -301,3 +327,44 @@ def test_sessions_repeating_the_last_on_its_own_status_writes_are_skipped():
         assert fast_times <= slow_times
         gained += fast_skipped - slow_skipped
     assert gained > 0
+
+
+def _kept_across_sessions(monkeypatch, tmp_path, switch: str, asked_name: str, made_name: str, memo) -> None:
+    """A text kept across sessions (`memo`, fast path `switch`): asked for (`reasons.<asked_name>`) more often than
+    made (`reasons.<made_name>`) in a simulation, and the simulations record the same with the switch off."""
+    from magma.scheduler import reasons
+
+    counts = {asked_name: 0, made_name: 0}
+
+    def counting(name):
+        fn = getattr(reasons, name)
+
+        def counted(*a):
+            counts[name] += 1
+            return fn(*a)
+        return counted
+
+    for name in counts:
+        monkeypatch.setattr(reasons, name, counting(name))
+    memo.clear()
+    Simulation(seed_gangs(tmp_path, 0, 90), until=7200).run()
+    assert 0 < counts[made_name] < counts[asked_name], counts
+    _same_with_and_without(tmp_path, switch)
+
+
+def test_queue_bound_texts_are_kept_across_sessions_by_their_figures(monkeypatch, tmp_path):
+    """fastpath.queue_bound_kept: a queue-bound reason whose need and path figures were met in an earlier session is
+    given again without being written; the simulations record the same as with every text written."""
+    from magma.scheduler import reasons
+
+    _kept_across_sessions(monkeypatch, tmp_path, "queue_bound_kept", "_queue_bound_reason", "_bound_text",
+                          reasons._BOUND_TEXTS)
+
+
+def test_node_fit_summaries_are_kept_across_sessions_by_what_they_read(monkeypatch, tmp_path):
+    """fastpath.fit_summaries_kept: a node-fit summary over a kept predicate result, the same request and the same
+    offered resources is given again without being made; the simulations record the same as with every summary made."""
+    from magma.scheduler import reasons
+
+    _kept_across_sessions(monkeypatch, tmp_path, "fit_summaries_kept", "node_fit_summary", "_node_fit_summary",
+                          reasons._FIT_SUMMARIES)

@@ -18,6 +18,8 @@ import numpy as np
 from magma.api.resources import PODS, Resources
 
 from .framework import READY, JobInfo, PredicateResult, Session, TaskInfo, TaskStatus, fastpath
+from .framework.kept import Memo
+from .framework.session import read_only
 
 S = TaskStatus
 
@@ -27,6 +29,12 @@ def _amount(name: str, value: int) -> str:
     return Resources({name: int(value)}).quantity_text(name)
 
 
+# Node-fit summaries by everything they read (fastpath.fit_summaries_kept): the predicate result itself (read-only, so
+# that its contents cannot change; kept results come back session after session), the rows, the request, what the rows
+# that pass are offered, the node count and the table's columns. A job waiting for room meets the same nodes again.
+_FIT_SUMMARIES = Memo(4096)
+
+
 def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: PredicateResult,
                      avail: np.ndarray) -> str:
     """`0/32 nodes are available: 29 Insufficient nvidia.com/gpu (need 8, best node has 4 free), ...`.
@@ -34,6 +42,19 @@ def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: Predi
     `rows` are the candidate node rows, `pred` the predicate result over them, `avail` the resources
     the action offered (future idle) for all nodes.
     """
+    if not fastpath.fit_summaries_kept or not read_only(pred):
+        return _node_fit_summary(ssn, task, rows, pred, avail)
+    table = ssn.table
+    key = (id(pred), rows.tobytes(), task.vec.tobytes(), avail[rows[pred.mask]].tobytes(), len(ssn.node_list),
+           tuple(table.dims))
+    got = _FIT_SUMMARIES.get(key)
+    if got is None or got[0] is not pred:  # (the entry holds the result: its id stays its own)
+        got = _FIT_SUMMARIES.keep(key, (pred, _node_fit_summary(ssn, task, rows, pred, avail)))
+    return got[1]
+
+
+def _node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: PredicateResult,
+                      avail: np.ndarray) -> str:
     table = ssn.table
     counts: Counter[str] = Counter()
     order: list[str] = []
@@ -193,16 +214,34 @@ def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     return got
 
 
+# Queue-bound reasons by everything their texts read (fastpath.queue_bound_kept): the need and, per queue on the path
+# (nearest first, the job's own queue first), its name, deserved, real capability and allocation. A job its queue's
+# share holds back is refused again with the same figures session after session.
+_BOUND_TEXTS = Memo(4096)
+
+
 def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     q = ssn.queues.get(queue_name)
     if q is not None and q.state != "Open":
         return f"queue {queue_name} is {q.state}, not Open"
     chain = [queue_name, *ancestors(ssn, queue_name)]
     figures = queue_figures(ssn, chain)
-    for bound_key, label in (("deserved", "deserved"), ("realCapability", "real capability")):
-        for name in chain:
-            fig = figures.get(name)
-            bound, alloc = _res(fig, bound_key), _res(fig, "allocated")
+    bounds = tuple((name, _res(fig, "deserved"), _res(fig, "realCapability"), _res(fig, "allocated"))
+                   for name in chain for fig in (figures.get(name),))
+    if not fastpath.queue_bound_kept:
+        return _bound_text(need, bounds)
+    key = (need, bounds)
+    got = _BOUND_TEXTS.get(key)
+    if got is None:
+        got = _BOUND_TEXTS.keep(key, _bound_text(need, bounds))
+    return got
+
+
+def _bound_text(need: Resources, bounds: tuple) -> str:
+    """The reason of `_queue_bound_reason` from the path's figures: (name, deserved, real capability, allocated)."""
+    for index, label in ((1, "deserved"), (2, "real capability")):
+        for chain_figures in bounds:
+            name, bound, alloc = chain_figures[0], chain_figures[index], chain_figures[3]
             if bound is None or alloc is None:
                 continue
             bad = [r for r in sorted(need) if need[r] > 0 and alloc[r] + need[r] > bound[r]]
@@ -210,7 +249,7 @@ def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
                 return f"queue {name}: " + "; ".join(
                     f"{label} {_amount(r, bound[r])} {r}, allocated {_amount(r, alloc[r])}, "
                     f"job needs {_amount(r, need[r])} more" for r in bad)
-    return (f"queue {queue_name}: its share allows no more now, job needs "
+    return (f"queue {bounds[0][0]}: its share allows no more now, job needs "
             + ", ".join(f"{_amount(r, need[r])} {r}" for r in sorted(need) if need[r] > 0) + " more")
 
 

@@ -160,6 +160,31 @@ class TestStaticFilters:
         assert text == ("0/4 nodes are available: 3 node(s) had untolerated taint {dedicated: a100}, "
                         "1 Insufficient nvidia.com/gpu (need 8, best node has 4 free)")
 
+    def test_kept_summary_follows_the_offered_resources(self, monkeypatch):
+        """fastpath.fit_summaries_kept: a summary over the same read-only result and request is made again when what
+        the passing nodes are offered differs, and given again (not made) when it is the same."""
+        from magma.scheduler import reasons
+        from magma.scheduler.framework.session import read_only
+
+        ssn = session([node("n0", gpu=4), node("n1", gpu=2), pod("p", spec={"containers": [{"name": "c", "resources": {
+            "requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}]})])
+        t = task(ssn, "p")
+        rows = all_rows(ssn)
+        pred = ssn.predicate(t, rows)
+        read_only(pred, freeze=True)
+        made = []
+        make = reasons._node_fit_summary
+        monkeypatch.setattr(reasons, "_node_fit_summary", lambda *a: made.append(a) or make(*a))
+        avail = ssn.table.future_idle()
+        less = avail.copy()
+        at = ssn.table.row["n0"], ssn.table.col["nvidia.com/gpu"]
+        less[at] = avail[at] * 3 // 4  # 3 of its 4 GPUs
+        texts = [node_fit_summary(ssn, t, rows, pred, a) for a in (avail, less, avail, less)]
+        head = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu (need 8, best node has"
+        assert texts[0] == texts[2] == f"{head} 4 free)"
+        assert texts[1] == texts[3] == f"{head} 3 free)"
+        assert len(made) == 2
+
     def test_enable_flags(self):
         objs = [node("n0", {"gpu-type": "a100"}, taints=[TAINT]), node("n1", {"gpu-type": "h100"}),
                 pod("p", spec={"nodeSelector": {"gpu-type": "h100"}})]

@@ -24,7 +24,9 @@ default true), and within a job's turn every group keeps its candidate masks and
 rows; after a placement only the rows that changed are re-checked and re-scored. There is no loop over nodes
 in Python. Jobs whose pods carry inter-pod (anti-)affinity or topology-spread constraints make placements
 change other nodes' predicates and scores, so for them (and for every job after such a pod was placed) the
-arrays are recomputed after each placement.
+arrays are recomputed after each placement. A gang turn that would place what its queue's share or the nodes let in
+and then fail (a job waiting, session after session) is foreseen from counts and passed over with the same outcome
+(`Allocator._stops_short`).
 
 Deliberate differences from Volcano (docs/volcano-differences.md):
 - Ties between equal best scores: Volcano picks one at random; magma takes the lowest node row (the order of
@@ -150,6 +152,16 @@ def placement_sensitive(task: TaskInfo) -> bool:
         return True
     aff = spec.affinity
     return aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
+
+
+def room_copies(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Per row of `room` (future idle), how many tasks asking `vec` it takes one after another: `copies_fit`, and
+    none on a node short on a resource the task does not ask for (`NodeTable.fits` compares every column)."""
+    copies = copies_fit(room, vec)
+    zero = vec <= 0
+    if zero.any():
+        copies[(room[:, zero] < vec[zero]).any(axis=1)] = 0
+    return copies
 
 
 def group_key(task: TaskInfo) -> tuple:
@@ -617,6 +629,8 @@ class Allocator:
         self.state_keys: dict[int, bytes] = {}
         self._sensitive_jobs: dict[str, bool] = {}  # job uid -> had it a placement-sensitive task at its first turn
         self.shared: dict[tuple, SharedGroup] = {}
+        # (predicate generation, Session.predicate_key) -> the predicate result of tasks of that key (`_stops_short`)
+        self.by_key: dict[tuple, PredicateResult] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
 
@@ -693,20 +707,20 @@ class Allocator:
 
         while queues:
             queue = queues.pop()
+            jobs = jobs_by_queue[queue.name]
+            if not jobs:
+                continue  # its jobs' turns are over (Overused, a query, would change nothing now)
             if ssn.overused(queue):
-                held = jobs_by_queue[queue.name].items()
-                if self.plan is not None and held:
+                held = jobs.items()
+                if self.plan is not None:
                     # Its first job still gets its reservation: the queue's own work ends, the gang's start nears.
-                    first = jobs_by_queue[queue.name].pop()
+                    first = jobs.pop()
                     self.plan.job_unplaced(first)
-                    held = [first, *jobs_by_queue[queue.name].items()]
+                    held = [first, *jobs.items()]
                 # Dropped for the rest of the action: say so on every job it still holds.
                 for job in held:
                     if not job.reason:
                         job.reason = reasons.queue_overused_reason(ssn, queue)
-                continue
-            jobs = jobs_by_queue.get(queue.name)
-            if not jobs:
                 continue
             job = jobs.pop()
             stmt, ready = self.allocate_job(job, queue, self.tasks[job.uid])
@@ -721,7 +735,7 @@ class Allocator:
                      tasks: deque[TaskInfo]) -> tuple[Statement | None, bool]:
         """One turn of the job: its statement unless discarded, and whether the job is ready (JobReady)."""
         ssn = self.ssn
-        if fastpath.allocate_quota_bound and self._quota_stops(job, queue, tasks):
+        if self._stops_short(job, queue, tasks):
             return None, False
         stmt = Statement(ssn)
         groups: dict[tuple, Candidates] = {}
@@ -777,35 +791,74 @@ class Allocator:
             reasons.record_queue_bound(ssn, queue, job, blocked)
         return None, False
 
-    def _quota_stops(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
-        """Would this turn place the tasks its queue's share lets in, have the queue refuse the next one, and fail
-        the gang? Then it is passed over with that turn's outcome: nothing placed, the refused task's queue bound on
-        the job (fastpath.allocate_quota_bound).
+    def _stops_short(self, job: JobInfo, queue: QueueInfo, tasks: deque[TaskInfo]) -> bool:
+        """Would this turn place the tasks its queue's share and the nodes let in, then meet a task the queue
+        refuses (fastpath.allocate_quota_bound) or one no node holds (fastpath.allocate_node_bound), and fail the
+        gang? Then it is passed over with that turn's outcome: nothing placed, and the refused task's queue bound, or
+        the homeless task's node-fit summary, on the job.
 
         Exact when the tasks ask for the same and pass the same nodes (equal `Session.predicate_key`s: predicates
         that judge each node alone), and their placements move no other node's predicates; when every Allocatable
         function says how many more such tasks it lets in (`Session.allocatable_left(exact=True)`: k, each
-        placement adding one request to the allocations it compares); when the nodes the tasks pass hold k of them
-        in their future idle (a placement takes one task's room on one node: each of the first k finds a node);
-        and when k placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
-        `pipeline_need`). Without a reservation plan or node sampling."""
+        placement adding one request to the allocations it compares); when the nodes the tasks pass hold c of them
+        in their future idle (`room_copies`: a placement takes one task's room on one node, so each of the first
+        min(k, c) finds a node and, when c < k, the next finds none, every node then holding exactly its copies);
+        and when min(k, c) placements leave the job short of JobReady and JobPipelined (`Session.ready_need`,
+        `pipeline_need`). A homeless task ends the turn only when the gang is every task of the job
+        (`need_continue_allocating`); its summary reads the predicate result of its key, which is every such
+        task's. Without a reservation plan or node sampling."""
         ssn = self.ssn
         if self.plan is not None or self.sampling.enabled or not tasks:
             return False
         first = tasks[0]
         k = ssn.allocatable_left(queue, first, exact=True)
-        if k is None or k >= len(tasks) or any(t.resreq != first.resreq for t in tasks):
+        if k is None or any(t.resreq != first.resreq for t in tasks):
             return False
-        if ssn.ready_need(job) <= k or ssn.pipeline_need(job) <= k:
+        quota = fastpath.allocate_quota_bound and k < len(tasks)
+        nodes = fastpath.allocate_node_bound and k > 0 and job.min_available == len(job.tasks)
+        if not (quota or nodes):
             return False
-        if k:  # (k = 0: the queue refuses the first task, and so every task; nothing is placed)
-            key = ssn.predicate_key(first)
-            if key is None or any(placement_sensitive(t) or ssn.predicate_key(t) != key for t in tasks):
+        need = min(ssn.ready_need(job), len(tasks))
+        if not need or (quota and not nodes and k >= need):
+            return False
+        need = min(need, ssn.pipeline_need(job))
+        if not k:  # the queue refuses the first task, and so every task; nothing is placed
+            if not need:
                 return False
-            if int(copies_fit(ssn.table.future_idle()[self.predicates.get(first).mask], first.vec).sum()) < k:
+            reasons.record_queue_bound(ssn, queue, job, first)
+            return True
+        if any(placement_sensitive(t) for t in tasks):
+            return False
+        key = ssn.predicate_key(first)
+        if key is None:
+            return False
+        pred = self._predicate_of_key(key, first)
+        mask = pred.mask
+        room = ssn.table.future_idle()
+        copies = room_copies(room[mask], first.vec)
+        c = int(copies.sum())
+        if min(k, c) >= need or any(ssn.predicate_key(t) != key for t in tasks):
+            return False
+        if k <= c:
+            if not quota:
                 return False
-        reasons.record_queue_bound(ssn, queue, job, tasks[k])
+            reasons.record_queue_bound(ssn, queue, job, tasks[k])
+            return True
+        if not nodes:
+            return False
+        homeless = tasks[c]
+        room[mask] -= copies[:, None] * first.vec  # every node the tasks pass holds its copies
+        job.fit_errors[homeless.uid] = reasons.node_fit_summary(ssn, homeless, self.predicates.rows, pred, room)
         return True
+
+    def _predicate_of_key(self, key: tuple, task: TaskInfo) -> PredicateResult:
+        """The predicate result of the tasks of this predicate key: `task`'s (tasks of equal keys get equal results,
+        as a shared group's result stands for every task of its key)."""
+        at = (self.predicates.generation, key)
+        pred = self.by_key.get(at)
+        if pred is None:
+            pred = self.by_key[at] = self.predicates.get(task)
+        return pred
 
 
 @action("allocate")

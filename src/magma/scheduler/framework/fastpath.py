@@ -254,6 +254,20 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   deserved less allocated along the queue's path) and the nodes hold k of them: its turn would place k tasks, have
   the queue refuse the next, fall short of JobReady and JobPipelined and discard them all. It is passed over with
   that outcome (nothing placed; the refused task's queue bound on the job, read after the discard as before).
+- `allocate_node_bound` (allocate): the same for a gang job (its gang is every task it has) whose queue lets in more
+  of its tasks than the nodes hold (c, the copies of one task that fit the future idle of the nodes its tasks pass):
+  its turn would place c tasks, every node then holding exactly its copies (a placement takes one task's room on
+  one node), find no node for the next, fall short of JobReady and JobPipelined and discard them all. It is passed
+  over with that outcome: nothing placed, and that task's node-fit summary on the job, made from the future idle
+  less each node's copies and from the predicate result of the tasks' predicate key (equal keys, equal results:
+  what a shared group's result already stands for).
+- `queue_bound_kept` (allocate's reasons): a queue-bound reason's text is kept across sessions by everything it
+  reads (the job's need and, per queue on the path, its name, deserved, real capability and allocation, as the
+  figures give them), instead of being written again each session for a job that waits on the same figures.
+- `fit_summaries_kept` (allocate's and backfill's reasons): a node-fit summary is kept across sessions by everything
+  it reads: the predicate result itself when its arrays are read-only (its contents cannot change; a kept result
+  comes back session after session), the candidate rows, the task's request, what the rows that pass are offered,
+  the node count and the table's columns.
 - `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
   sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
   the parse reads), as the node index already keeps them within a session.
@@ -333,6 +347,9 @@ preempt_figures_memo = True
 preempt_fit_once = True
 preempt_gang_bound = True
 allocate_quota_bound = True
+allocate_node_bound = True
+queue_bound_kept = True
+fit_summaries_kept = True
 pod_facts_kept = True
 index_moves_in_place = True
 queue_sync_recounted = True
@@ -359,7 +376,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "preempt_fit_once", "preempt_gang_bound", "allocate_quota_bound", "pod_facts_kept", "index_moves_in_place",
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
-          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept")
+          "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
+          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept")
 
 
 @contextmanager

@@ -83,7 +83,7 @@ def _combined(results: list[PredicateResult], n: int) -> PredicateResult:
     return PredicateResult(ok, reasons)
 
 
-def _read_only(r: PredicateResult, freeze: bool = False) -> bool:
+def read_only(r: PredicateResult, freeze: bool = False) -> bool:
     """Whether the result's arrays are read-only (with `freeze`, made so first)."""
     arrays = [r.mask, *(failing for _, failing in r.reasons)]
     if freeze:
@@ -364,7 +364,7 @@ class Session:
         that many more placed tasks. Only the first tier with functions surely votes (a permit there ends the
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
         no later one. 0 when none says. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`, allocate's
-        `_quota_stops`)."""
+        `_stops_short`)."""
         need = 0
         for tier in self._enabled("job_pipelined"):
             if not tier:
@@ -392,7 +392,7 @@ class Session:
         A plugin says so with a method `placements_left(queue, task, own_level_only)` (None: no bound). Allocatable
         needs every function, so the least answer holds. By default an upper bound that counts the queue's own level
         only (taking from other queues may lower its ancestors': preempt's `Evictor.cannot_pipeline`); `exact`: the
-        number itself, over the whole path, or None unless every function says (allocate's `_quota_stops`)."""
+        number itself, over the whole path, or None unless every function says (allocate's `_stops_short`)."""
         least = None
         for fn in self._enabled_fns("allocatable"):
             left_of = getattr(getattr(fn, "__self__", None), "placements_left", None)
@@ -512,8 +512,8 @@ class Session:
         if got is not None and all(map(operator.is_, got[0], results)):
             return got[1]
         combined = _combined(results, len(rows))
-        if all(_read_only(r) for r in results):  # results that cannot change give the same combination again
-            _read_only(combined, freeze=True)
+        if all(read_only(r) for r in results):  # results that cannot change give the same combination again
+            read_only(combined, freeze=True)
             _COMBINED.keep(key, (results, combined))  # (holding the results keeps their ids theirs)
         return combined
 
@@ -537,7 +537,7 @@ class Session:
         """What the enabled predicates read from `task` when they judge every node by that node alone (labels,
         taints, resources), independently of the pod's labels and of placed pods; None otherwise. A predicate
         plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
-        the same nodes."""
+        the same nodes, the others failing for the same reasons: equal results."""
         keys = []
         for predicate_key in self._key_methods("predicate_key", self._enabled_fns("predicate")):
             key = predicate_key(task) if predicate_key is not None else None
