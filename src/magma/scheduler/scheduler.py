@@ -65,6 +65,8 @@ class Scheduler:
         self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
         self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
         self._flag_names: dict = {}
+        self._setups_of: Any = None  # the configuration `_setups` was made for (`_plugin_setups`)
+        self._setups: list[tuple[str, type, dict, dict | None]] = []
         self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
 
     def snapshot(self) -> Snapshot:
@@ -122,17 +124,35 @@ class Scheduler:
             if index is not None and index.usable(ssn):
                 ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
         ssn.uid = os.urandom(6).hex()  # (uuid4().hex[:12]: its first six bytes are random alike)
-        for tier in tiers:
-            for opt in tier:
-                cls = PLUGINS.get(opt.name)
-                if cls is None:
-                    continue  # known to Volcano, not implemented: the config loader already warned
-                p = cls(dict(opt.arguments or {}))
-                ssn.plugins[opt.name] = p
-                p.on_session_open(ssn)
+        shared = fastpath.plugin_setup_shared
+        for name, cls, arguments, setup in self._plugin_setups():
+            if shared and setup is not None:
+                p = object.__new__(cls)  # what cls(arguments) makes (fastpath.plugin_setup_shared)
+                p.__dict__.update(setup)
+            else:
+                p = cls(dict(arguments))
+            ssn.plugins[name] = p
+            p.on_session_open(ssn)
         if ssn.job_index is not None and set(ssn._fns["job_valid"]) - {"gang"}:
             ssn.job_index = None  # quiet_phase knows gang's JobValid only: visit every job
         return ssn
+
+    def _plugin_setups(self) -> list[tuple[str, type, dict, dict | None]]:
+        """Per configured plugin that magma implements, in tier order: its name, class, arguments, and for a class
+        whose state after `__init__` reads its arguments alone (`setup_from_arguments`), that state as one object
+        made with them has it. Made again only for another configuration object (its options never change)."""
+        if self._setups_of is not self.config:
+            setups = []
+            for tier in self.config.tiers:
+                for opt in tier.plugins:
+                    cls = PLUGINS.get(opt.name)
+                    if cls is None:
+                        continue  # known to Volcano, not implemented: the config loader already warned
+                    arguments = dict(opt.arguments or {})
+                    setup = dict(vars(cls(dict(arguments)))) if getattr(cls, "setup_from_arguments", False) else None
+                    setups.append((opt.name, cls, arguments, setup))
+            self._setups_of, self._setups = self.config, setups
+        return self._setups
 
     def run_once(self) -> SessionResult:
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from magma.api.resources import PODS, Resources, scale
 from .info import TaskInfo, TaskStatus
 
 DEFAULT_MAX_PODS = 110
+_ARRAYS = ("alloc", "used", "releasing", "pipelined", "idle")  # a table's arrays, one row per node
 
 
 def copies_fit(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
@@ -52,15 +53,14 @@ class NodeTable:
         return len(self.names)
 
     def copy(self) -> "NodeTable":
-        """A table with the same nodes and columns and its own arrays (a session's copy of a kept table)."""
+        """A table with the same nodes and columns and its own arrays (a session's copy of a kept table). The column
+        names and positions are shared: `_add_dim` gives a table new ones rather than changing them."""
         t = object.__new__(NodeTable)
-        t.__dict__.update(self.__dict__)
-        t.dims = list(self.dims)
-        t.col = dict(self.col)
-        for attr, value in self.__dict__.items():
-            if isinstance(value, np.ndarray):
-                setattr(t, attr, value.copy())
-        t.__dict__.pop("_vecs", None)  # its columns may grow apart from ours
+        d = t.__dict__
+        d.update(self.__dict__)
+        d.pop("_vecs", None)  # its columns may grow apart from ours
+        for attr in _ARRAYS:
+            d[attr] = d[attr].copy()
         return t
 
     def vec(self, res: Resources, pods: int = 1) -> np.ndarray:
@@ -81,10 +81,11 @@ class NodeTable:
         return v.copy()  # callers may change their row
 
     def _add_dim(self, name: str) -> None:
-        self.col[name] = len(self.dims)
-        self.dims.append(name)
+        # new lists and dicts, not changed in place: copies of this table share them (`copy`)
+        self.col = {**self.col, name: len(self.dims)}
+        self.dims = [*self.dims, name]
         pad = np.zeros((len(self.names), 1), dtype=np.int64)
-        for attr in ("alloc", "used", "releasing", "pipelined", "idle"):
+        for attr in _ARRAYS:
             setattr(self, attr, np.hstack([getattr(self, attr), pad]))
 
     def resources(self, row: np.ndarray) -> Resources:

@@ -223,8 +223,6 @@ class Session:
         every comparison: the two agree while the jobs in the heap keep their figures, which holds in enqueue,
         allocate and backfill (a job's JobOrder figures - priority, gang readiness, drf share - change only with
         its own tasks, placed while it is popped)."""
-        from . import fastpath
-
         if not fastpath.job_order_key:
             return None
         got = self._enabled_cache.get("job_order_key")
@@ -255,8 +253,6 @@ class Session:
         that its order reads only figures that change with those events (`queue_order_follows_placements`:
         allocations and shares), an action that places nothing (enqueue, backfill's ordering) compares each pair
         of queues once instead of at every push and pop."""
-        from . import fastpath
-
         fns = [fn for tier in self._enabled("queue_order") for _, fn in tier]
         if not fastpath.queue_order_memo or not all(
                 getattr(getattr(fn, "__self__", None), "queue_order_follows_placements", False) for fn in fns):
