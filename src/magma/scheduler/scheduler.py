@@ -67,6 +67,7 @@ class Scheduler:
         self._flag_names: dict = {}
         self._setups_of: Any = None  # the configuration `_setups` was made for (`_plugin_setups`)
         self._setups: list[tuple[str, type, dict, dict | None]] = []
+        self._tiers: tuple = ()
         self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
 
     def snapshot(self) -> Snapshot:
@@ -112,8 +113,8 @@ class Scheduler:
 
     def open_session(self) -> Session:
         snap = self.snapshot()
-        tiers = [list(t.plugins) for t in self.config.tiers]
-        ssn = Session(snap, self.config, tiers, self.cluster)
+        setups = self._plugin_setups()
+        ssn = Session(snap, self.config, self._tiers, self.cluster)
         if fastpath.plugin_flags_kept:
             if self._flags_of is not self.config:  # (one dict per configuration: its options never change)
                 self._flags_of, self._flag_names = self.config, {}
@@ -125,7 +126,7 @@ class Scheduler:
                 ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
         ssn.uid = os.urandom(6).hex()  # (uuid4().hex[:12]: its first six bytes are random alike)
         shared = fastpath.plugin_setup_shared
-        for name, cls, arguments, setup in self._plugin_setups():
+        for name, cls, arguments, setup in setups:
             if shared and setup is not None:
                 p = object.__new__(cls)  # what cls(arguments) makes (fastpath.plugin_setup_shared)
                 p.__dict__.update(setup)
@@ -140,8 +141,10 @@ class Scheduler:
     def _plugin_setups(self) -> list[tuple[str, type, dict, dict | None]]:
         """Per configured plugin that magma implements, in tier order: its name, class, arguments, and for a class
         whose state after `__init__` reads its arguments alone (`setup_from_arguments`), that state as one object
-        made with them has it. Made again only for another configuration object (its options never change)."""
+        made with them has it. Made again only for another configuration object (its options never change), with
+        `_tiers`, the plugin options per tier that sessions read (and never change)."""
         if self._setups_of is not self.config:
+            self._tiers = tuple(tuple(t.plugins) for t in self.config.tiers)
             setups = []
             for tier in self.config.tiers:
                 for opt in tier.plugins:

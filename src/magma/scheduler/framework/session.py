@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -98,7 +98,7 @@ _COMBINED = Memo(1024)
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot, config: Any, plugin_options: list[list[Any]], cluster: Any = None):
+    def __init__(self, snapshot: Snapshot, config: Any, plugin_options: Sequence[Sequence[Any]], cluster: Any = None):
         self.snapshot = snapshot
         self.cluster = cluster  # the cluster interface; None when only decisions are wanted (tests)
         self.binds: list[tuple[str, str]] = []  # (pod key, node) committed this session
@@ -117,7 +117,7 @@ class Session:
         self.total: Resources = snapshot.total
         self.now = snapshot.now
         self.config = config
-        self.tiers = plugin_options  # list of tiers, each a list of plugin options (name, enabled(flag), arguments)
+        self.tiers = plugin_options  # the tiers, each a sequence of plugin options (name, enabled(flag), arguments)
         self.plugins: dict[str, Any] = {}
         self._fns: dict[str, dict[str, Callable]] = {k: {} for k in FLAGS}
         self._fns["node_order_batch"] = {}
@@ -169,6 +169,8 @@ class Session:
             self._enabled_cache.pop("task_order_key", None)
         if point == "job_order":
             self._enabled_cache.pop("job_order_key", None)
+        if point == "queue_order":
+            self._enabled_cache.pop("queue_order_memo", None)
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
             self._enabled_cache.pop("row_state", None)
@@ -253,9 +255,14 @@ class Session:
         that its order reads only figures that change with those events (`queue_order_follows_placements`:
         allocations and shares), an action that places nothing (enqueue, backfill's ordering) compares each pair
         of queues once instead of at every push and pop."""
-        fns = [fn for tier in self._enabled("queue_order") for _, fn in tier]
-        if not fastpath.queue_order_memo or not all(
-                getattr(getattr(fn, "__self__", None), "queue_order_follows_placements", False) for fn in fns):
+        if not fastpath.queue_order_memo:
+            return self.queue_order_cmp
+        follows = self._enabled_cache.get("queue_order_memo")
+        if follows is None:  # (asked again only when a queue-order function is added: `add_fn`)
+            follows = self._enabled_cache["queue_order_memo"] = all(
+                getattr(getattr(fn, "__self__", None), "queue_order_follows_placements", False)
+                for tier in self._enabled("queue_order") for _, fn in tier)
+        if not follows:
             return self.queue_order_cmp
         memo: dict[tuple[str, str], int] = {}
         seen = [self.placement_events]
