@@ -66,7 +66,7 @@ class Scheduler:
         self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
         self._flag_names: dict = {}
         self._setups_of: Any = None  # the configuration `_setups` was made for (`_plugin_setups`)
-        self._setups: list[tuple[str, type, dict, dict | None]] = []
+        self._setups: list[tuple[str, type, dict]] = []
         self._tiers: tuple = ()
         self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
 
@@ -125,24 +125,18 @@ class Scheduler:
             if index is not None and index.usable(ssn):
                 ssn.job_index = index  # the plugins' sums at open, the jobs the steps visit (jobindex.py)
         ssn.uid = os.urandom(6).hex()  # (uuid4().hex[:12]: its first six bytes are random alike)
-        shared = fastpath.plugin_setup_shared
-        for name, cls, arguments, setup in setups:
-            if shared and setup is not None:
-                p = object.__new__(cls)  # what cls(arguments) makes (fastpath.plugin_setup_shared)
-                p.__dict__.update(setup)
-            else:
-                p = cls(dict(arguments))
+        for name, cls, arguments in setups:
+            p = cls(dict(arguments))
             ssn.plugins[name] = p
             p.on_session_open(ssn)
         if ssn.job_index is not None and set(ssn._fns["job_valid"]) - {"gang"}:
             ssn.job_index = None  # quiet_phase knows gang's JobValid only: visit every job
         return ssn
 
-    def _plugin_setups(self) -> list[tuple[str, type, dict, dict | None]]:
-        """Per configured plugin that magma implements, in tier order: its name, class, arguments, and for a class
-        whose state after `__init__` reads its arguments alone (`setup_from_arguments`), that state as one object
-        made with them has it. Made again only for another configuration object (its options never change), with
-        `_tiers`, the plugin options per tier that sessions read (and never change)."""
+    def _plugin_setups(self) -> list[tuple[str, type, dict]]:
+        """Per configured plugin that magma implements, in tier order: its name, class and arguments; with `_tiers`,
+        the plugin options per tier that sessions read. Made again only for another configuration object (its
+        options never change)."""
         if self._setups_of is not self.config:
             self._tiers = tuple(tuple(t.plugins) for t in self.config.tiers)
             setups = []
@@ -151,9 +145,7 @@ class Scheduler:
                     cls = PLUGINS.get(opt.name)
                     if cls is None:
                         continue  # known to Volcano, not implemented: the config loader already warned
-                    arguments = dict(opt.arguments or {})
-                    setup = dict(vars(cls(dict(arguments)))) if getattr(cls, "setup_from_arguments", False) else None
-                    setups.append((opt.name, cls, arguments, setup))
+                    setups.append((opt.name, cls, dict(opt.arguments or {})))
             self._setups_of, self._setups = self.config, setups
         return self._setups
 

@@ -295,11 +295,6 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   once per scheduler configuration and shared by its sessions, instead of once per session: it reads the
   configuration's plugin options alone (their names and flags), which are never changed once loaded; each session
   still keeps only the plugins that registered a function for the extension point.
-- `plugin_setup_shared` (scheduler's open): a plugin class saying `setup_from_arguments` (its `__init__` state is
-  read from its arguments alone, and no session changes that state in place: open replaces what a session
-  changes) is made once per scheduler configuration; each session gets a new object of the class holding that
-  state, the same values `__init__` would make again from the same, never changed, arguments. Objects are still
-  one per session, as in Volcano: nothing a session does reaches the next one.
 """
 
 from __future__ import annotations
@@ -368,7 +363,6 @@ proportion_key_parts = True
 proportion_attrs_lent = True
 queue_status_writes_kept = True
 plugin_flags_kept = True
-plugin_setup_shared = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -383,7 +377,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
-          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "plugin_setup_shared")
+          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept")
 
 
 @contextmanager

@@ -37,10 +37,6 @@ def _weight(args: dict[str, Any], key: str) -> int:
 
 @plugin(NAME)
 class Binpack:
-    # What __init__ makes reads the arguments alone and no session changes it in place: the scheduler may give
-    # every session's object the state of one made once per configuration (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
-
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
         self.weight = sel.arg_int(args, "binpack.weight", 1)

@@ -198,10 +198,6 @@ class DrfPlugin:
     # Its queue order reads only allocations and shares, which change by allocate/deallocate events
     # (Session.queue_order_cmp_memo).
     queue_order_follows_placements = True
-    # What __init__ makes reads the arguments alone, and open gives the session new allocation and share dicts:
-    # the scheduler may give every session's object the state of one made once per configuration
-    # (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
 
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
@@ -227,7 +223,7 @@ class DrfPlugin:
             self.allocated, self.shares = dict(index.allocated), dict(index.shares)
             self.total_allocated = index.total_sum("allocated")
         else:
-            allocated, shares = self.allocated, self.shares = {}, {}
+            allocated, shares = self.allocated, self.shares
             for uid, job in ssn.jobs.items():
                 a = allocated[uid] = job.allocated()
                 # the share, once per change of the job's tasks (and of the cluster's total)

@@ -261,10 +261,6 @@ def _previous_message(job: JobInfo, type_: str) -> str | None:
 
 @plugin(NAME)
 class GangPlugin:
-    # What __init__ makes reads the arguments alone and no session changes it in place: the scheduler may give
-    # every session's object the state of one made once per configuration (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
-
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
 

@@ -89,10 +89,6 @@ def weights(args: dict[str, Any]) -> dict[str, int]:
 
 @plugin(NAME)
 class NodeOrder:
-    # What __init__ makes reads the arguments alone and no session changes it in place: the scheduler may give
-    # every session's object the state of one made once per configuration (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
-
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
         self.weights = weights(args)

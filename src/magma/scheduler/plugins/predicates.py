@@ -87,10 +87,6 @@ class _Codes:
 
 @plugin(NAME)
 class Predicates:
-    # What __init__ makes reads the arguments alone and no session changes it in place: the scheduler may give
-    # every session's object the state of one made once per configuration (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
-
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
         self.enabled = {f: sel.arg_bool(args, f"predicate.{f}Enable", True) for f in FLAGS}

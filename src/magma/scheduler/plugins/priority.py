@@ -71,10 +71,6 @@ def priority_job_bounds(ssn: Session, preemptor: TaskInfo, jobs: list[JobInfo]) 
 
 @plugin(NAME)
 class PriorityPlugin:
-    # What __init__ makes reads the arguments alone and no session changes it in place: the scheduler may give
-    # every session's object the state of one made once per configuration (fastpath.plugin_setup_shared).
-    setup_from_arguments = True
-
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
 
