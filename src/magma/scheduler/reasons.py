@@ -138,8 +138,8 @@ def queue_figures(ssn: Session, names: list[str] | None = None) -> dict[str, dic
 
 
 def _figure_sources(ssn: Session) -> list[tuple[Any, Any]]:
-    """Per plugin of the session, its `report_of` and `report` (each None when it has none callable), in the
-    plugins' order; kept on the session for as many plugins as it has (they are only ever added)."""
+    """Per plugin of the session that offers figures, its `report_of` and `report` (each None when it has none
+    callable), in the plugins' order; kept on the session for as many plugins as it has (they are only ever added)."""
     plugins = getattr(ssn, "plugins", {})
     kept = getattr(ssn, "_figure_sources", None)
     if kept is not None and kept[0] == len(plugins):
@@ -147,7 +147,9 @@ def _figure_sources(ssn: Session) -> list[tuple[Any, Any]]:
     sources = []
     for p in plugins.values():
         report_of, report = getattr(p, "report_of", None), getattr(p, "report", None)
-        sources.append((report_of if callable(report_of) else None, report if callable(report) else None))
+        report_of, report = report_of if callable(report_of) else None, report if callable(report) else None
+        if report_of is not None or report is not None:  # (a plugin with neither adds nothing)
+            sources.append((report_of, report))
     try:
         ssn._figure_sources = (len(plugins), sources)
     except AttributeError:  # a session stand-in without attributes of its own

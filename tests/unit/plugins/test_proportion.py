@@ -508,3 +508,25 @@ def test_kept_refusals_read_only_the_refused_resources_figures():
     assert proportion.quota_verdict(chain(20), need) == fresh  # cpu is not refused: the same key
     assert len(proportion._VERDICTS) == 1
     assert proportion.quota_verdict(chain(20), Resources.of(gpu=1)) == ()
+
+
+def test_a_report_shows_the_bounds_the_record_holds_now():
+    """QueueAttr.report keeps the finite forms of its bounds while the record holds the same vectors: a record given
+    other bounds (a copy changed, say) reports those, unlimited dimensions left out as before."""
+    import copy
+
+    from magma.scheduler.plugins._queuetree import INF
+
+    at = QueueAttr(name="team", deserved=Resources({GPU: 8000}), capability=Resources({GPU: 16000, "cpu": INF}),
+                   real_capability=Resources({GPU: 12000, "cpu": INF}), allocated=Resources({GPU: 4000}))
+    first = at.report()
+    assert first["capability"] == Resources({GPU: 16000}) and first["realCapability"] == Resources({GPU: 12000})
+    again = at.report()
+    assert again == first and again is not first  # a dict of the caller's own
+    assert again["realCapability"] is first["realCapability"]  # the kept finite form
+    other = copy.copy(at)
+    other.real_capability = Resources({GPU: 10000, "cpu": INF})
+    other.deserved = Resources({GPU: 6000, "cpu": INF})
+    assert other.report()["realCapability"] == Resources({GPU: 10000})
+    assert other.report()["deserved"] == Resources({GPU: 6000})
+    assert at.report()["realCapability"] == Resources({GPU: 12000}) and at.report()["deserved"] == at.deserved

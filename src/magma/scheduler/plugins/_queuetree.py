@@ -428,15 +428,23 @@ class QueueAttr:
     def update_share(self) -> None:
         self.share = share(self.allocated, self.deserved)
 
+    # The bounds as reports show them: (deserved, capability, realCapability, and `finite` of each), kept while the
+    # record holds those same vectors (reports are asked for again and again, the bounds seldom change).
+    _shown = None  # (not a field: a class default)
+
     def report(self) -> dict[str, Any]:
+        deserved, capability, real = self.deserved, self.capability, self.real_capability
+        shown = self._shown
+        if shown is None or shown[0] is not deserved or shown[1] is not capability or shown[2] is not real:
+            shown = self._shown = (deserved, capability, real, finite(deserved), finite(capability), finite(real))
         return {
-            "deserved": finite(self.deserved),
+            "deserved": shown[3],
             "allocated": self.allocated,
             "request": self.request,
             "inqueue": self.inqueue,
             "guarantee": self.guarantee,
-            "capability": finite(self.capability),
-            "realCapability": finite(self.real_capability),
+            "capability": shown[4],
+            "realCapability": shown[5],
             "share": self.share,
             "weight": self.weight,
         }

@@ -589,8 +589,14 @@ class ProportionPlugin:
             levels = [at for at in levels if at.name == queue.name]
         if not wanted or not levels:
             return None
-        return max(0, min((at.deserved._v.get(r, 0) - at.allocated._v.get(r, 0)) // q
-                          for at in levels for r, q in wanted))
+        least = None  # (the least over the levels and resources, in plain loops: asked at every job turn)
+        for at in levels:
+            deserved, allocated = at.deserved._v.get, at.allocated._v.get
+            for r, q in wanted:
+                n = (deserved(r, 0) - allocated(r, 0)) // q
+                if least is None or n < least:
+                    least = n
+        return max(0, least)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Whether the queue may reclaim for `task`: Open, a leaf, and within its own deserved with the task.
