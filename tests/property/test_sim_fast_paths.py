@@ -315,6 +315,37 @@ def test_gang_turns_the_nodes_stop_are_passed_over_with_the_same_outcome(monkeyp
     assert any(kind == "nodes" and c == 0 for kind, c in seen), sorted(seen)
 
 
+def test_the_node_bound_is_not_tried_at_a_jobs_first_turn(monkeypatch, tmp_path):
+    """A job's first turn is tried in full: on an empty cluster most turns place their gang, and counting copies
+    over every node would be paid for nothing. The bound answers for turns after one that met a task no node held."""
+    from magma.scheduler.actions import allocate
+
+    seen = _short_turns(monkeypatch)
+    turn, judge = allocate.Allocator.allocate_job, allocate.Allocator._stops_short
+    had_turn: set[str] = set()
+    first_turn_stops: list[str] = []
+
+    def counting_turns(self, job, queue, tasks):
+        try:
+            return turn(self, job, queue, tasks)
+        finally:
+            had_turn.add(job.uid)
+
+    def first_turns_watched(self, job, queue, tasks):
+        errors = dict(job.fit_errors)
+        got = judge(self, job, queue, tasks)
+        if got and job.uid not in had_turn and set(job.fit_errors) - set(errors):
+            first_turn_stops.append(job.uid)
+        return got
+
+    monkeypatch.setattr(allocate.Allocator, "allocate_job", counting_turns)
+    monkeypatch.setattr(allocate.Allocator, "_stops_short", first_turns_watched)
+    for seed in range(2):
+        Simulation(seed_gangs(tmp_path, seed, 90), until=7200).run()
+    assert first_turn_stops == []
+    assert any(kind == "nodes" for kind, _ in seen)
+
+
 def test_sessions_repeating_the_last_on_its_own_status_writes_are_skipped():
     """skip_inert_writes: a session after one that bound and evicted nothing and wrote only PodGroup statuses
     that keep each job's phase sees what that one saw; it is skipped, and everything is recorded the same (the

@@ -32,7 +32,9 @@ def _amount(name: str, value: int) -> str:
 # Node-fit summaries by everything they read (fastpath.fit_summaries_kept): the predicate result itself (read-only, so
 # that its contents cannot change; kept results come back session after session), the rows, the request, what the rows
 # that pass are offered, the node count and the table's columns. A job waiting for room meets the same nodes again.
-_FIT_SUMMARIES = Memo(4096)
+# Only for a few rows: the key grows with them, and on a large cluster making it costs about what it saves.
+_FIT_SUMMARIES = Memo(1024)
+_FIT_SUMMARY_ROWS = 256
 
 
 def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: PredicateResult,
@@ -42,7 +44,7 @@ def node_fit_summary(ssn: Session, task: TaskInfo, rows: np.ndarray, pred: Predi
     `rows` are the candidate node rows, `pred` the predicate result over them, `avail` the resources
     the action offered (future idle) for all nodes.
     """
-    if not fastpath.fit_summaries_kept or not read_only(pred):
+    if not fastpath.fit_summaries_kept or len(rows) > _FIT_SUMMARY_ROWS or not read_only(pred):
         return _node_fit_summary(ssn, task, rows, pred, avail)
     table = ssn.table
     key = (id(pred), rows.tobytes(), task.vec.tobytes(), avail[rows[pred.mask]].tobytes(), len(ssn.node_list),

@@ -113,8 +113,8 @@ class Scheduler:
 
     def open_session(self) -> Session:
         snap = self.snapshot()
-        setups = self._plugin_setups()
-        ssn = Session(snap, self.config, self._tiers, self.cluster)
+        tiers, setups = self._plugin_setups()
+        ssn = Session(snap, self.config, tiers, self.cluster)
         if fastpath.plugin_flags_kept:
             if self._flags_of is not self.config:  # (one dict per configuration: its options never change)
                 self._flags_of, self._flag_names = self.config, {}
@@ -133,10 +133,10 @@ class Scheduler:
             ssn.job_index = None  # quiet_phase knows gang's JobValid only: visit every job
         return ssn
 
-    def _plugin_setups(self) -> list[tuple[str, type, dict]]:
-        """Per configured plugin that magma implements, in tier order: its name, class and arguments; with `_tiers`,
-        the plugin options per tier that sessions read. Made again only for another configuration object (its
-        options never change)."""
+    def _plugin_setups(self) -> tuple[tuple, list[tuple[str, type, dict]]]:
+        """The plugin options per tier that sessions read, and per configured plugin that magma implements, in tier
+        order: its name, class and arguments. Made again only for another configuration object (its options never
+        change)."""
         if self._setups_of is not self.config:
             self._tiers = tuple(tuple(t.plugins) for t in self.config.tiers)
             setups = []
@@ -147,7 +147,7 @@ class Scheduler:
                         continue  # known to Volcano, not implemented: the config loader already warned
                     setups.append((opt.name, cls, dict(opt.arguments or {})))
             self._setups_of, self._setups = self.config, setups
-        return self._setups
+        return self._tiers, self._setups
 
     def run_once(self) -> SessionResult:
         started = time.perf_counter()

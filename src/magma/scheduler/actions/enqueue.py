@@ -85,9 +85,9 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     if len(waiting) <= 1:
         # One queue with Pending jobs: the queue order cannot interleave it with another one (each other queue
         # would be popped once and dropped), so its jobs are considered in job order without ordering the queues.
-        for jobs in waiting.values():
-            while jobs:
-                gate.consider(jobs.pop())
+        for queue_jobs in waiting.values():
+            while queue_jobs:
+                gate.consider(queue_jobs.pop())
         return
     queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo(), order)
     while queues:

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import weakref
 from dataclasses import dataclass, field
 
@@ -78,7 +77,6 @@ from ..framework.nodes import copies_fit
 from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
-_UID = operator.attrgetter("uid")
 PREEMPT_STATUSES = PREEMPTABLE  # what preempt takes
 RECLAIM_STATUSES = frozenset({S.RUNNING})  # Volcano's reclaim takes Running tasks only
 WHOLE_STATUSES = PREEMPTABLE  # what evicting a job whole evicts
@@ -304,7 +302,7 @@ class Evictor:
         self._by_queue: dict[str, VictimIndex] | None = None
         self._unindexed: set[str] = set()  # queues not indexed yet
         self._jobs_by_queue: dict[str, list[JobInfo]] | None = None
-        self._queue_jobs: dict[str, list[JobInfo]] = {}  # `queue_jobs`' from the job index
+        self._queue_jobs: dict[str, list[JobInfo]] = {}  # per queue, its jobs in uid order from the job index (`queue_jobs`)
         # For pruning nodes (fastpath.preempt_pruning), built with _by_queue: the summed requests of its victims per
         # (queue, job priority) and row, kept current alike; per queue, the Bound tasks a whole-job eviction also
         # frees when the action takes Running tasks only (reclaim); the jobs indexed.
@@ -571,7 +569,7 @@ class Evictor:
         if self._jobs_by_queue is None:
             self._jobs_by_queue = {}
             by_queue = self._jobs_by_queue
-            for job in sorted(self.ssn.jobs.values(), key=_UID):
+            for job in sorted_by_uid(self.ssn.jobs.values()):
                 got = by_queue.get(job.queue)
                 if got is None:
                     by_queue[job.queue] = [job]

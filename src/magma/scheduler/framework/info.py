@@ -138,6 +138,9 @@ class JobInfo:
     enqueued_this_session: bool = False
     conditions: list | None = None  # PodGroup conditions set this session (written at close)
 
+    # Not a field: allocate's last turn of the job met a task no node held (it then tries its node bound first;
+    # kept with the job's record across sessions, it changes only how fast allocate decides).
+    homeless_turn = False
     # Not a field: counts of tasks per status and sums of requests, kept until a task's status changes (the task's
     # status setter clears it) or the task dict changes size. See `_job_stats`.
     _stats = None

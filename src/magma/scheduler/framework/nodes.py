@@ -16,13 +16,23 @@ from magma.api.resources import PODS, Resources, scale
 from .info import TaskInfo, TaskStatus
 
 DEFAULT_MAX_PODS = 110
-_ARRAYS = ("alloc", "used", "releasing", "pipelined", "idle")  # a table's arrays, one row per node
+_ARRAYS = ("alloc", "used", "releasing", "pipelined", "idle")  # every per-node array: `copy` copies these alone
 
 
 def copies_fit(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
     """Per row of `room` (free resources per node, possibly negative), how many copies of request `vec` it holds."""
     dims = vec > 0
     return (np.maximum(room[:, dims], 0) // vec[dims]).min(axis=1)
+
+
+def room_copies(room: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Per row of `room` (future idle), how many tasks asking `vec` it takes one after another: `copies_fit`, and
+    none on a node short on a resource the task does not ask for (`NodeTable.fits` compares every column)."""
+    copies = copies_fit(room, vec)
+    zero = vec <= 0
+    if zero.any():
+        copies[(room[:, zero] < vec[zero]).any(axis=1)] = 0
+    return copies
 
 
 class NodeTable:
@@ -33,6 +43,7 @@ class NodeTable:
         dims.update(extra_dims)
         # cpu and memory first, then the rest sorted: stable column order for reproducible output.
         head = [d for d in ("cpu", "memory") if d in dims]
+        # Shared by the table's copies (`copy`): replaced when a column is added, never changed in place.
         self.dims: list[str] = head + sorted(dims - set(head))
         self.col = {d: i for i, d in enumerate(self.dims)}
         self.names = list(names)
