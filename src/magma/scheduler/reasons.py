@@ -159,7 +159,8 @@ def _figure_sources(ssn: Session) -> list[tuple[Any, Any]]:
     return sources
 
 
-def _res(fig: dict | None, key: str) -> Resources | None:
+def figure(fig: dict | None, key: str) -> Resources | None:
+    """One figure of a queue's published figures, as Resources (None when it has no figures or not that one)."""
     if not fig:
         return None
     v = fig.get(key)
@@ -230,7 +231,7 @@ def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
         return f"queue {queue_name} is {q.state}, not Open"
     chain = [queue_name, *ancestors(ssn, queue_name)]
     figures = queue_figures(ssn, chain)
-    bounds = tuple((name, _res(fig, "deserved"), _res(fig, "realCapability"), _res(fig, "allocated"))
+    bounds = tuple((name, figure(fig, "deserved"), figure(fig, "realCapability"), figure(fig, "allocated"))
                    for name in chain for fig in (figures.get(name),))
     if not fastpath.queue_bound_kept:
         return _bound_text(need, bounds)
@@ -267,7 +268,7 @@ def record_queue_bound(ssn: Session, queue, job: JobInfo, task: TaskInfo) -> Non
 
 def queue_overused_reason(ssn: Session, queue) -> str:
     fig = queue_figures(ssn).get(queue.name)
-    deserved, alloc = _res(fig, "deserved"), _res(fig, "allocated")
+    deserved, alloc = figure(fig, "deserved"), figure(fig, "allocated")
     if deserved is None or alloc is None:
         return f"queue {queue.name} is overused: it holds its deserved share already"
     dims = [r for r in sorted(deserved) if deserved[r] > 0 or alloc[r] > 0] or sorted(alloc)
@@ -281,9 +282,9 @@ def enqueue_reason(ssn: Session, job: JobInfo) -> str:
     need = Resources({k: v for k, v in job.min_resources.items() if k != PODS})
     dims = [r for r in sorted(need) if need[r] > 0]
     fig = queue_figures(ssn).get(job.queue)
-    real, alloc = _res(fig, "realCapability"), _res(fig, "allocated")
+    real, alloc = figure(fig, "realCapability"), figure(fig, "allocated")
     if real is not None and alloc is not None:
-        inq = _res(fig, "inqueue") or Resources()
+        inq = figure(fig, "inqueue") or Resources()
         bad = [r for r in dims if need[r] + alloc[r] + inq[r] > real[r]]
         if bad:
             return f"queue {job.queue}: " + "; ".join(

@@ -102,6 +102,13 @@ class OrderedHeap(Generic[T]):
         return [e[2] for e in self._heap]
 
 
+def ordered(cmp: Callable[[T, T], int], items: list[T],
+            key: Callable[[T], Any] | None = None) -> "list[T] | OrderedHeap[T]":
+    """`OrderedHeap(cmp, items, key)` to pop from, or the list itself when it holds one item or none: a heap of one
+    pops the same and compares nothing (nor asks for a sort key)."""
+    return list(items) if len(items) <= 1 else OrderedHeap(cmp, items, key=key)
+
+
 def flag(value: Any, default: bool) -> bool:
     """A boolean action argument as Go's strconv.ParseBool reads it (bools, "true", "False", "1", ...)."""
     if value is None:
@@ -622,7 +629,7 @@ class Allocator:
         self._sensitive_jobs: dict[str, bool] = {}  # job uid -> had it a placement-sensitive task at its first turn
         self.shared: dict[tuple, SharedGroup] = {}
         # (predicate generation, Session.predicate_key) -> the predicate result of tasks of that key (`_stops_short`)
-        self.by_key: dict[tuple, PredicateResult] = {}
+        self._pred_of_key: dict[tuple, PredicateResult] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
 
@@ -858,9 +865,9 @@ class Allocator:
         if not self.predicates.enabled:
             return self.predicates.get(task)
         at = (self.predicates.generation, key)
-        pred = self.by_key.get(at)
+        pred = self._pred_of_key.get(at)
         if pred is None:
-            pred = self.by_key[at] = self.predicates.get(task)
+            pred = self._pred_of_key[at] = self.predicates.get(task)
         return pred
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from ..framework import JobInfo, QueueInfo, Session, action, fastpath
 from ..framework.jobindex import session_jobs
 from .. import reasons
-from .allocate import OrderedHeap, sorted_by_uid
+from .allocate import OrderedHeap, ordered, sorted_by_uid
 from .preempt import RunningWork, preemption_candidate
 
 
@@ -73,13 +73,8 @@ def enqueue(ssn: Session, arguments: dict) -> None:
                 pending[queue.name] = [job]
             else:
                 got.append(job)
-    # Each queue's jobs in JobOrder; a single job needs no order (nor the sort key).
-    waiting: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = dict(pending)
-    several = [name for name, jobs in pending.items() if len(jobs) > 1]
-    if several:
-        job_key = ssn.job_order_key()
-        for name in several:
-            waiting[name] = OrderedHeap(ssn.job_order_cmp, pending[name], key=job_key)
+    # Each queue's jobs in JobOrder.
+    waiting = {name: ordered(ssn.job_order_cmp, jobs, key=ssn.job_order_key()) for name, jobs in pending.items()}
 
     gate = Gate(ssn)
     if len(waiting) <= 1:

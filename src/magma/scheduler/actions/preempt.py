@@ -74,7 +74,7 @@ from .. import reasons
 from ..framework.jobindex import session_jobs
 from ..framework.kept import Memo, PerConfig
 from ..framework.nodes import copies_fit
-from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
+from .allocate import PredicateCache, flag, group_key, int_arg, ordered, sorted_by_uid
 
 S = TaskStatus
 PREEMPT_STATUSES = PREEMPTABLE  # what preempt takes
@@ -122,13 +122,7 @@ def queue_chain(ssn: Session, name: str) -> list[str]:
 
 
 def _figure(figs: dict, name: str, key: str) -> Resources | None:
-    return _figure_in(figs.get(name), key)
-
-
-def _figure_in(fig: dict | None, key: str) -> Resources | None:
-    """One figure of a queue's (None when it has no figures or not that one)."""
-    v = fig.get(key) if fig else None
-    return v if v is None or isinstance(v, Resources) else Resources(v)
+    return reasons.figure(figs.get(name), key)
 
 
 def _over(alloc: Resources, deserved: Resources) -> bool:
@@ -152,7 +146,7 @@ class QueueFigures:
         return figures[queue]
 
     def figure(self, queue: str, key: str) -> Resources | None:
-        return _figure_in(self.of(queue), key)
+        return reasons.figure(self.of(queue), key)
 
 
 class RunningWork:
@@ -552,11 +546,16 @@ class Evictor:
                 self._index_queue(queue, self.jobs_by_queue()[queue])
         return self._by_queue
 
+    def _job_index(self):
+        """The session's job index, when the jobs were not grouped by queue already (then they are read there)."""
+        index = getattr(self.ssn, "job_index", None)
+        return None if self._jobs_by_queue is not None else index
+
     def queue_jobs(self, queue: str) -> list[JobInfo]:
         """`jobs_by_queue()`'s list of one queue (empty for a queue without jobs): taken from the session's job
         index when it has one (it keeps each queue's job uids in order), without grouping every job."""
-        index = getattr(self.ssn, "job_index", None)
-        if index is None or self._jobs_by_queue is not None:
+        index = self._job_index()
+        if index is None:
             return self.jobs_by_queue().get(queue, [])
         got = self._queue_jobs.get(queue)
         if got is None:
@@ -919,8 +918,8 @@ class Evictor:
 
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement?"""
-        index = getattr(self.ssn, "job_index", None)
-        names = self.jobs_by_queue() if index is None or self._jobs_by_queue is not None else index.queue_names()
+        index = self._job_index()
+        names = self.jobs_by_queue() if index is None else index.queue_names()
         return any(self._open_to(pjob, q, entitled) for q in names)
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)
@@ -1498,13 +1497,9 @@ def preempt(ssn: Session, arguments: dict) -> None:
     under_request: dict[str, list[JobInfo]] = {}  # per queue its preemptors, as found
     for job in found:
         under_request.setdefault(job.queue, []).append(job)
-    # Queues in QueueOrder, each one's preemptors in JobOrder: one alone needs no order.
-    order = [ssn.queues[name] for name in under_request]
-    queues: list[QueueInfo] | OrderedHeap[QueueInfo] = order if len(order) == 1 else OrderedHeap(
-        ssn.queue_order_cmp, order)
-    preemptors: dict[str, list[JobInfo] | OrderedHeap[JobInfo]] = {
-        name: list(jobs) if len(jobs) == 1 else OrderedHeap(ssn.job_order_cmp, jobs)
-        for name, jobs in under_request.items()}
+    # Queues in QueueOrder, each one's preemptors in JobOrder.
+    queues = ordered(ssn.queue_order_cmp, [ssn.queues[name] for name in under_request])
+    preemptors = {name: ordered(ssn.job_order_cmp, jobs) for name, jobs in under_request.items()}
 
     while queues:
         queue = queues.pop()

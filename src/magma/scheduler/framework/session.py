@@ -170,7 +170,7 @@ class Session:
         if point == "job_order":
             self._enabled_cache.pop("job_order_key", None)
         if point == "queue_order":
-            self._enabled_cache.pop("queue_order_memo", None)
+            self._enabled_cache.pop("queue_order_follows", None)
         if point in ("node_order", "node_order_batch"):
             self._enabled_cache.pop("node_scores", None)
             self._enabled_cache.pop("row_state", None)
@@ -257,9 +257,9 @@ class Session:
         of queues once instead of at every push and pop."""
         if not fastpath.queue_order_memo:
             return self.queue_order_cmp
-        follows = self._enabled_cache.get("queue_order_memo")
+        follows = self._enabled_cache.get("queue_order_follows")
         if follows is None:  # (asked again only when a queue-order function is added: `add_fn`)
-            follows = self._enabled_cache["queue_order_memo"] = all(
+            follows = self._enabled_cache["queue_order_follows"] = all(
                 getattr(getattr(fn, "__self__", None), "queue_order_follows_placements", False)
                 for tier in self._enabled("queue_order") for _, fn in tier)
         if not follows:

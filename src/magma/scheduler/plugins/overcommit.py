@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from magma.api.resources import PODS, Resources
+from magma.api.resources import Resources
 
 from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
 from ..framework.kept import Memo, by_arguments
-from ._queuetree import amount, has_min_resources, job_inqueue, job_min_resources
+from ._queuetree import amount, has_min_resources, job_inqueue, job_min_resources, requested_dims
 from ._queuetree import typed_argument
 
 NAME = "overcommit"
@@ -87,7 +87,8 @@ class OvercommitPlugin:
         need = job_min_resources(job)
         # exceeding_on(inqueue + need, idle, the resources it asks for), in plain ints per resource
         inqueue, idle = self.inqueue._v, self.idle._v
-        bad = [r for r, v in need.items() if v > 0 and r != PODS and inqueue.get(r, 0) + v > idle.get(r, 0)]
+        amounts = need._v
+        bad = [r for r in requested_dims(need) if inqueue.get(r, 0) + amounts[r] > idle.get(r, 0)]
         if not bad:
             return PERMIT
         job.reason = "cluster over-commit limit: " + "; ".join(

@@ -711,7 +711,7 @@ def quota_verdict(chain: list[QueueAttr], need: Resources) -> tuple[str, str] | 
     """The first queue of `chain` (nearest first) whose realCapability `need` would exceed next to its allocation
     and reservations: (the job's reason, the event's message); () when none."""
     amounts = need._v
-    dims = [k for k, v in amounts.items() if v > 0 and k != PODS]  # (requested_dims)
+    dims = requested_dims(need)
     for at in chain:
         # exceeding_on(need + allocated + inqueue - elastic, realCapability, dims), in plain ints per resource
         alloc, inq, ela, real = at.allocated._v, at.inqueue._v, at.elastic._v, at.real_capability._v
