@@ -220,18 +220,53 @@ def test_explain_gives_numbers():
 
 
 def test_a_run_leaves_the_cycle_collector_as_it_found_it():
-    # The loop sets the scenario aside from the collector and thins its youngest passes while it runs only.
+    # The loop sets the scenario aside from the collector and runs its passes itself while it runs only.
     import gc
 
     thresholds = gc.get_threshold()
     gc.set_threshold(700, 10, 10)
+    seen: list[bool] = []
     try:
         frozen = gc.get_freeze_count()
-        simulate([EXAMPLES / "queue-sharing"], until=60)
-        assert gc.get_threshold() == (700, 10, 10)
+        Simulation(load_scenario([EXAMPLES / "queue-sharing"]), until=60).run(lambda t, h: seen.append(gc.isenabled()))
+        assert seen and not any(seen)  # no automatic pass during the run...
+        assert gc.isenabled() and gc.get_threshold() == (700, 10, 10)  # ...and the collector as it was after
         assert gc.get_freeze_count() <= frozen  # handed back (none were frozen before: none are now)
+        gc.disable()
+        Simulation(load_scenario([EXAMPLES / "queue-sharing"]), until=60).run()
+        assert not gc.isenabled()  # a caller's "off" stays off
     finally:
+        gc.enable()
         gc.set_threshold(*thresholds)
+
+
+def test_the_loop_collects_when_the_tracked_objects_grew(monkeypatch):
+    # Its own full passes, between steps, once the objects the collector tracks grew by _GC_GROWTH; the run records
+    # the same as without them.
+    import gc
+
+    from magma.sim import runner
+
+    passes: list[int] = []
+
+    def counted(phase: str, info: dict) -> None:
+        if phase == "stop":
+            passes.append(info["generation"])
+
+    plain = Simulation(load_scenario([EXAMPLES / "queue-sharing"]), until=60)
+    plain.run()
+    monkeypatch.setattr(runner, "_GC_GROWTH", 1000)
+    collected = Simulation(load_scenario([EXAMPLES / "queue-sharing"]), until=60)
+    gc.callbacks.append(counted)
+    try:
+        collected.run()
+    finally:
+        gc.callbacks.remove(counted)
+    assert passes and set(passes) == {2}  # full passes only, and some ran
+    results = [build_result(sim) for sim in (plain, collected)]
+    for r in results:
+        r.pop("summary")  # latencies
+    assert json.dumps(results[0], default=str, sort_keys=True) == json.dumps(results[1], default=str, sort_keys=True)
 
 
 def test_a_run_keeps_a_callers_frozen_objects_frozen():

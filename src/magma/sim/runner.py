@@ -59,7 +59,9 @@ from .clock import VirtualClock
 from .kubelet import VirtualKubelet
 from .scenario import Scenario
 
-_GC_YOUNG_THRESHOLD = 5000  # allocations between the collector's youngest passes during a run (Python's: 700)
+# During a run the loop collects cycles itself, when the objects the collector tracks have grown by this many since
+# its last pass (allocations less deallocations, `gc.get_count()[0]`): a few passes a simulated week.
+_GC_GROWTH = 1_000_000
 DEFAULT_SAFETY_CAP = 30 * 86400.0  # a scenario that never settles stops after 30 virtual days, and says so
 
 
@@ -132,6 +134,7 @@ class Simulation:
         self._gpus: dict[str, tuple] = {}  # pod uid -> (pod, GPUs it requests), for running pods
         self._recorder: _Recorder | None = None  # the incremental recorder (fastpath.incremental_recorder)
         self._freeze_due = False  # a full collection ran: set its survivors aside (see run)
+        self._collect = False  # the loop runs the collector's passes itself (see run)
         # the last session run, when it bound and evicted nothing (fastpath.skip_quiet_sessions): (the cluster's
         # version as it opened, the Queues it read, the scheduler's records version it ran on, its result)
         self._last: tuple[int, dict[str, tuple], int | None, SessionResult] | None = None
@@ -174,23 +177,27 @@ class Simulation:
     # ---------------------------------------------------------------- the loop
     def run(self, progress: Callable[[float, float], None] | None = None) -> Trace:
         # The scenario (every Job to arrive, the cluster, the scheduler's records) lives through the whole run:
-        # set aside from the cycle collector's passes, which otherwise walk all of it in each full pass. The
-        # youngest generation's passes come less often too: most of a step's objects are gone before one, and
-        # fewer survivors are promoted into the full passes. What survives a full pass during the run (the trace,
-        # the records kept across sessions) is set aside too, after the pass: a later full pass walks only what
-        # came since. Only the time spent collecting changes; the collector's settings are restored and the
-        # objects handed back to it when the run ends.
-        thresholds = gc.get_threshold()
+        # set aside from the cycle collector's passes, which otherwise walk all of it in each full pass. Sessions
+        # are released as they end and leave no cycles (tests/sim/test_session_memory.py): the automatic passes,
+        # every few hundred allocations, would walk each step's live objects again and again to find next to
+        # nothing, and land inside sessions. So they are off during the run, and the loop runs a full pass between
+        # steps when the tracked objects have grown by _GC_GROWTH since the last (cycles made elsewhere are still
+        # freed). What survives a full pass (the trace, the records kept across sessions) is set aside too: a
+        # later pass walks only what came since. Only the time spent collecting changes; the collector is turned
+        # back on and the objects handed back to it when the run ends.
+        collect = gc.isenabled()  # off: the caller turned collection off, and it stays off
         freeze = not gc.get_freeze_count()  # a caller that froze objects itself keeps them frozen
         if freeze:
             gc.freeze()
             gc.callbacks.append(self._after_collection)
-        if thresholds[0]:  # 0: automatic collection is off, and stays off
-            gc.set_threshold(max(thresholds[0], _GC_YOUNG_THRESHOLD), *thresholds[1:])
+        if collect:
+            gc.disable()
+        self._collect = collect
         try:
             return self._run(progress)
         finally:
-            gc.set_threshold(*thresholds)
+            if collect:
+                gc.enable()
             if freeze:
                 gc.callbacks.remove(self._after_collection)
                 gc.unfreeze()
@@ -232,6 +239,8 @@ class Simulation:
             spent["controller"] += (t3 - t2) + (t6 - t5)
             spent["session"] += t4 - t3  # the ingest's share is moved to "ingest" by _session
             spent["record"] += t7 - t6
+            if self._collect and gc.get_count()[0] > _GC_GROWTH:
+                gc.collect()
             if self._freeze_due:
                 self._freeze_due = False
                 gc.freeze()
