@@ -76,13 +76,34 @@ def test_kept_figures_are_lent_to_one_session_and_copied_before_it_changes_them(
     assert p2._kept_as is None and p2.attrs is not p1.attrs and _figures(p2.attrs) == before
     big = next(j for j in first.jobs.values() if j.name == "big")
     p1.job_enqueued(big)  # the first change: the memo keeps copies as they were
-    assert p1._kept_as is None and proportion._LENT[0] is None
+    assert p1._kept_as is None and id(p1.attrs) not in proportion._LENT
     assert proportion._ATTRS[key] is not p1.attrs and _figures(proportion._ATTRS[key]) == before
     assert _figures(p1.attrs) != before
     third = scheduler.open_session()  # the same inputs again: the kept figures, as they were
     assert _figures(third.plugins["proportion"].attrs) == before
     third.plugins["proportion"].on_session_close(third)
-    assert proportion._LENT[0] is None  # given back unchanged
+    assert id(third.plugins["proportion"].attrs) not in proportion._LENT  # given back unchanged
+
+
+def test_kept_figures_lent_to_one_session_are_not_lent_again_while_another_session_borrows_others():
+    """Three sessions open at once, the second on other figures: the third, asking for the first one's figures,
+    gets copies, not the figures the first session holds."""
+    def scheduler(extra: str = "") -> Scheduler:
+        w = World(nodes_yaml("n", 2, gpu=8) + queue_yaml("team") + queue_yaml("other", weight=3)
+                  + gang_yaml("a", "team", 2, gpu=4, running_on=["n-0", "n-0"])
+                  + gang_yaml("big", "other", 2, gpu=8, phase="Pending", min_resources=True) + extra)
+        w.tick(0)
+        s = Scheduler(w.cluster, CONF)
+        s.run_once()
+        return s
+
+    one, other = scheduler(), scheduler(gang_yaml("c", "other", 1, gpu=2, running_on=["n-1"]))
+    first = one.open_session().plugins["proportion"]
+    second = other.open_session().plugins["proportion"]
+    third = one.open_session().plugins["proportion"]
+    assert first._kept_as is not None and second._kept_as is not None  # both lent kept figures
+    assert third._kept_as is None and third.attrs is not first.attrs
+    assert _figures(third.attrs) == _figures(first.attrs)
 
 
 def test_a_queue_written_in_its_status_keeps_its_record_and_a_replaced_one_gets_a_new_one():

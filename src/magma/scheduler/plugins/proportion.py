@@ -170,9 +170,9 @@ def shared_attrs(ssn: Session, tree: QueueTree) -> tuple[dict[str, QueueAttr], t
     return got, key
 
 
-# The kept figures a session holds unchanged (fastpath.proportion_attrs_lent): a second session asking for the same
-# ones before the first one closed gets copies.
-_LENT: list[dict[str, QueueAttr] | None] = [None]
+# The kept figures sessions hold unchanged, by id (fastpath.proportion_attrs_lent): another session asking for the
+# same ones before the holder closed or changed them gets copies.
+_LENT: set[int] = set()
 
 
 # The last session's tree, queue records, cluster total and resources its jobs name, and the key parts made of them
@@ -437,10 +437,11 @@ class ProportionPlugin:
         attrs, key = shared_attrs(ssn, self.tree)
         self._kept_as = None  # the key of the kept figures this session holds, until it changes them
         if key is not None:
-            if attrs is _LENT[0]:  # (another session holds them: this one gets its own)
+            if id(attrs) in _LENT:  # (another session holds them: this one gets its own)
                 attrs = {n: _copy(at) for n, at in attrs.items()}
             else:
-                _LENT[0], self._kept_as = attrs, key
+                _LENT.add(id(attrs))
+                self._kept_as = key
         self.attrs = attrs
         ssn.add_fn("queue_order", NAME, self.queue_order)
         ssn.add_fn("overused", NAME, self.overused)
@@ -483,10 +484,11 @@ class ProportionPlugin:
         """Before the session's first change to its figures: when they are the kept ones, the memo keeps copies of them
         as they are (fastpath.proportion_attrs_lent) and the session goes on with its records (others may hold them)."""
         key, self._kept_as = self._kept_as, None
+        if key is None:
+            return
         if _ATTRS.get(key) is self.attrs:
             _ATTRS[key] = {n: _copy(at) for n, at in self.attrs.items()}
-        if _LENT[0] is self.attrs:
-            _LENT[0] = None
+        _LENT.discard(id(self.attrs))
 
     def _move(self, task: TaskInfo, sign: int) -> None:
         job = self.ssn.jobs.get(task.job)
@@ -693,8 +695,8 @@ class ProportionPlugin:
         return at.report()
 
     def on_session_close(self, ssn: Session) -> None:
-        if self._kept_as is not None and _LENT[0] is self.attrs:
-            _LENT[0] = None  # unchanged: given back
+        if self._kept_as is not None:
+            _LENT.discard(id(self.attrs))  # unchanged: given back
         shares = getattr(ssn, "queue_shares", None)
         if not isinstance(shares, dict):
             shares = ssn.queue_shares = {}
