@@ -214,6 +214,7 @@ class PredicateCache:
         self.enabled = enabled
         self.rows = np.arange(len(ssn.node_list), dtype=np.int64)
         self._cache: dict[tuple, PredicateResult] = {}
+        self._by_key: dict[tuple, PredicateResult] = {}  # Session.predicate_key -> a result (`of_key`)
         self.generation = 0  # bumped by invalidate: results of an older generation are out of date
 
     def get(self, task: TaskInfo, fresh: bool = False) -> PredicateResult:
@@ -224,8 +225,20 @@ class PredicateCache:
             r = self._cache[task.shape] = self.ssn.predicate(task, self.rows)
         return r
 
+    def of_key(self, key: tuple, task: TaskInfo) -> PredicateResult:
+        """The result of the tasks of this predicate key (`Session.predicate_key`: tasks of equal keys get equal
+        results, as a shared group's stands for every task of its key): `task`'s, kept by the key. With the cache off
+        (`predicateErrorCacheEnable: false`), the task's own, evaluated afresh."""
+        if not self.enabled:
+            return self.get(task)
+        r = self._by_key.get(key)
+        if r is None:
+            r = self._by_key[key] = self.get(task)
+        return r
+
     def invalidate(self) -> None:
         self._cache.clear()
+        self._by_key.clear()
         self.generation += 1
 
 
@@ -628,8 +641,6 @@ class Allocator:
         self.state_keys: dict[int, bytes] = {}
         self._sensitive_jobs: dict[str, bool] = {}  # job uid -> had it a placement-sensitive task at its first turn
         self.shared: dict[tuple, SharedGroup] = {}
-        # (predicate generation, Session.predicate_key) -> the predicate result of tasks of that key (`_stops_short`)
-        self._pred_of_key: dict[tuple, PredicateResult] = {}
         self.share = (fastpath.shared_groups and not self.sampling.enabled
                       and self.predicates.enabled)
 
@@ -839,7 +850,7 @@ class Allocator:
         key = ssn.predicate_key(first)
         if key is None:
             return False
-        pred = self._predicate_of_key(key, first)
+        pred = self.predicates.of_key(key, first)
         mask = pred.mask
         room = ssn.table.future_idle()
         copies = room_copies(room[mask], first.vec)
@@ -857,18 +868,6 @@ class Allocator:
         room[mask] -= copies[:, None] * first.vec  # every node the tasks pass holds its copies
         job.fit_errors[homeless.uid] = reasons.node_fit_summary(ssn, homeless, self.predicates.rows, pred, room)
         return True
-
-    def _predicate_of_key(self, key: tuple, task: TaskInfo) -> PredicateResult:
-        """The predicate result of the tasks of this predicate key: `task`'s (tasks of equal keys get equal results,
-        as a shared group's result stands for every task of its key). With the predicate error cache off
-        (`predicateErrorCacheEnable: false`), the task's own, evaluated afresh."""
-        if not self.predicates.enabled:
-            return self.predicates.get(task)
-        at = (self.predicates.generation, key)
-        pred = self._pred_of_key.get(at)
-        if pred is None:
-            pred = self._pred_of_key[at] = self.predicates.get(task)
-        return pred
 
 
 @action("allocate")

@@ -45,7 +45,7 @@ def admit(ssn: Session, job: JobInfo) -> None:
 def enqueue(ssn: Session, arguments: dict) -> None:
     jobs = list(session_jobs(ssn))
     if fastpath.enqueue_idle and not any(job.is_pending() and job.queue in ssn.queues for job in jobs):
-        return  # no job to consider: the loop below would only order the queues (fastpath.enqueue_idle)
+        return  # no job to consider (fastpath.enqueue_idle)
     jobs = sorted_by_uid(jobs)
 
     order: list[QueueInfo] = []  # the queues to order, as first met
@@ -79,7 +79,8 @@ def enqueue(ssn: Session, arguments: dict) -> None:
     gate = Gate(ssn)
     if len(waiting) <= 1:
         # One queue with Pending jobs: the queue order cannot interleave it with another one (each other queue
-        # would be popped once and dropped), so its jobs are considered in job order without ordering the queues.
+        # would be popped once and dropped), so its jobs are considered in job order without ordering the queues
+        # (asking the queue-order functions would change nothing: see fastpath.enqueue_idle).
         for queue_jobs in waiting.values():
             while queue_jobs:
                 gate.consider(queue_jobs.pop())

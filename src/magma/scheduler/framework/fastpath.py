@@ -127,9 +127,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).
-- `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once: the action
-  would only push and pop the queues, asking the queue-order functions, which change nothing (their plugins' lazy
-  figures, drf's queue tree, are made on the first question from the same state instead).
+- `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once, before
+  sorting the jobs and listing the queues, which would decide nothing. (With one queue of Pending jobs or none the
+  queues are not ordered either way: asking the queue-order functions changes nothing, as their plugins' lazy
+  figures, drf's queue tree, are made on the first question from the same state instead.)
 - `vector_memos` (the share plugins' `_queuetree.no_pods` and `finite`): their answers are kept by the vector given
   (its amounts, names in their order, which the answer keeps), a function of it alone (a Resources never changes);
   the same few vectors (minResources, queue bounds, the figures of queue reports) come back at every session.
@@ -209,7 +210,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   victims could free holds, bounds that only shrink during the turn; free room alone when no victim is possible)
   are compared with the placements JobPipelined needs before it can hold (`Session.pipeline_need`: gang's
   minAvailable less the ready and pipelined tasks). When fewer, the turn would place some tasks and discard them
-  all: it is passed over as a failed turn, with no statement made.
+  all: it is passed over as a failed turn, its statement empty and discarded. Also passed over: a turn that can
+  evict nothing of the job's queue and whose queue's share lets in fewer tasks than that need (`_quota_left`,
+  `Session.allocatable_left`): each placement only adds to the queue's allocation and nothing lowers it.
 - `pod_facts_kept` (incremental snapshot): a written pod that is the same object as when its record was made keeps
   that record's request and task shape (what predicates read) instead of deriving them again: a stored pod is
   changed in place only in its status, node name, annotations and deletion time (bind, the kubelet, eviction);

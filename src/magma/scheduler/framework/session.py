@@ -97,6 +97,16 @@ def read_only(r: PredicateResult, freeze: bool = False) -> bool:
 _COMBINED = Memo(1024)
 
 
+
+def _placements_needed(fns, job: JobInfo) -> int:
+    """The most placements any of the vote functions `fns` says `job` still needs (`placements_needed`); 0: none says."""
+    need = 0
+    for fn in fns:
+        bound = getattr(fn, "placements_needed", None)
+        if bound is not None:
+            need = max(need, bound(job))
+    return need
+
 class Session:
     def __init__(self, snapshot: Snapshot, config: Any, plugin_options: Sequence[Sequence[Any]], cluster: Any = None):
         self.snapshot = snapshot
@@ -160,23 +170,9 @@ class Session:
     # ---------------------------------------------------------------- registration
     def add_fn(self, point: str, plugin: str, fn: Callable) -> None:
         self._fns[point][plugin] = fn
-        if not self._enabled_cache:
-            return  # nothing derived yet (the plugins' opens): nothing to drop
-        self._enabled_cache.pop(point, None)
-        self._enabled_cache.pop((point, "flat"), None)
-        self._enabled_cache.pop((point, "job_bounds"), None)
-        if point == "task_order":
-            self._enabled_cache.pop("task_order_key", None)
-        if point == "job_order":
-            self._enabled_cache.pop("job_order_key", None)
-        if point == "queue_order":
-            self._enabled_cache.pop("queue_order_follows", None)
-        if point in ("node_order", "node_order_batch"):
-            self._enabled_cache.pop("node_scores", None)
-            self._enabled_cache.pop("row_state", None)
-            self._enabled_cache.pop("score_key", None)
-        if point == "predicate":
-            self._enabled_cache.pop("predicate_key", None)
+        # Everything kept there is derived from the registered functions: a function added after the plugins' opens
+        # (rare) drops it all, rather than each entry its own point.
+        self._enabled_cache.clear()
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -368,26 +364,15 @@ class Session:
         vote), and in it every function is asked unless one refuses: so the bounds of that tier count, and of
         no later one. 0 when none says. A lower bound, for pruning (preempt's `Evictor.cannot_pipeline`, allocate's
         `_stops_short`)."""
-        need = 0
         for tier in self._enabled("job_pipelined"):
-            if not tier:
-                continue
-            for _, fn in tier:
-                bound = getattr(fn, "placements_needed", None)
-                if bound is not None:
-                    need = max(need, bound(job))
-            break
-        return need
+            if tier:
+                return _placements_needed((fn for _, fn in tier), job)
+        return 0
 
     def ready_need(self, job: JobInfo) -> int:
         """The fewest more placements before JobReady can hold for `job` (every function must say yes): the most any
         function promises with an attribute `placements_needed(job)`; 0 when none says."""
-        need = 0
-        for fn in self._enabled_fns("job_ready"):
-            bound = getattr(fn, "placements_needed", None)
-            if bound is not None:
-                need = max(need, bound(job))
-        return need
+        return _placements_needed(self._enabled_fns("job_ready"), job)
 
     def allocatable_left(self, queue: QueueInfo, task: TaskInfo, exact: bool = False) -> int | None:
         """How many more tasks with `task`'s request Allocatable allows in `queue` while allocations only grow.
