@@ -240,8 +240,7 @@ class QueueController:
         self._queues_written = set()
         self._recounted = set()
         if changes is None:
-            self._seen = {k: ((pg.spec.queue or "default"), pg.status.phase or "Pending")
-                          for k, pg in state.podgroups.items()}
+            self._seen = {k: _queue_and_phase(pg) for k, pg in state.podgroups.items()}
             self._kept = self._counts(state)
         else:
             for kind, key in changes:
@@ -252,7 +251,7 @@ class QueueController:
                         self._moved = True
                     continue
                 pg = state.podgroups.get(key)
-                now = (pg.spec.queue or "default", pg.status.phase or "Pending") if pg is not None else None
+                now = _queue_and_phase(pg) if pg is not None else None
                 if now == self._seen.get(key):
                     continue
                 old = self._seen.pop(key, None)
@@ -267,7 +266,7 @@ class QueueController:
                 if now is not None:
                     q, phase = now
                     self._recounted.add(q)
-                    self._seen[key] = (q, phase)
+                    self._seen[key] = now
                     per = self._kept.setdefault(q, {})
                     per[phase] = per.get(phase, 0) + 1
         return self._kept
@@ -276,8 +275,7 @@ class QueueController:
     def _counts(state: ClusterState) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for pg in state.podgroups.values():
-            q = pg.spec.queue or "default"
-            phase = pg.status.phase or "Pending"
+            q, phase = _queue_and_phase(pg)
             per = out.setdefault(q, {})
             per[phase] = per.get(phase, 0) + 1
         return out
@@ -285,3 +283,8 @@ class QueueController:
 
 __all__ = ["QueueController", "OPEN", "CLOSED", "CLOSING", "UNKNOWN", "OPEN_QUEUE", "CLOSE_QUEUE",
            "CLOSED_BY_PARENT"]
+
+
+def _queue_and_phase(pg) -> tuple[str, str]:
+    """The queue a PodGroup counts in and its phase, with Volcano's defaults."""
+    return pg.spec.queue or "default", pg.status.phase or "Pending"

@@ -63,9 +63,10 @@ class Scheduler:
         self.config = config
         self.scheduler_names = tuple(scheduler_names)
         self.cache: SnapshotCache | None = None  # the incremental snapshot (framework/cache.py), made on first use
-        self._flags_of: Any = None  # the configuration `_flag_names` was made for (fastpath.plugin_flags_kept)
+        # Made once per configuration object (its options never change; `_plugin_setups`): the plugin options per
+        # tier, the plugins to make, and the flags' plugins that sessions share (fastpath.plugin_flags_kept).
+        self._setups_of: Any = None
         self._flag_names: dict = {}
-        self._setups_of: Any = None  # the configuration `_setups` was made for (`_plugin_setups`)
         self._setups: list[tuple[str, type, dict]] = []
         self._tiers: tuple = ()
         self._supported: tuple | None = None  # (cluster, config, whether the snapshot can be kept for them)
@@ -116,8 +117,6 @@ class Scheduler:
         tiers, setups = self._plugin_setups()
         ssn = Session(snap, self.config, tiers, self.cluster)
         if fastpath.plugin_flags_kept:
-            if self._flags_of is not self.config:  # (one dict per configuration: its options never change)
-                self._flags_of, self._flag_names = self.config, {}
             ssn.flag_names = self._flag_names
         if snap.persistent and self.cache is not None:
             self.cache.opened(ssn)  # its changes to the kept records are put back before the next snapshot
@@ -146,7 +145,7 @@ class Scheduler:
                     if cls is None:
                         continue  # known to Volcano, not implemented: the config loader already warned
                     setups.append((opt.name, cls, dict(opt.arguments or {})))
-            self._setups_of, self._setups = self.config, setups
+            self._setups_of, self._setups, self._flag_names = self.config, setups, {}
         return self._tiers, self._setups
 
     def run_once(self) -> SessionResult:
@@ -315,7 +314,7 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     if not fastpath.queue_status_memo:
-        return _rolled_up(ssn, allocated)
+        return _rolled_up(allocated, _descendants(ssn.queues))
     shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
     key = (shape, tuple(allocated.items()))
     got = _QUEUE_STATUS.get(key)
@@ -323,7 +322,7 @@ def queue_status(ssn: Session) -> dict[str, dict]:
         below = _DESCENDANTS.get(shape)
         if below is None:
             below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
-        got = _QUEUE_STATUS.keep(key, _rolled_up(ssn, allocated, below))
+        got = _QUEUE_STATUS.keep(key, _rolled_up(allocated, below))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
@@ -334,11 +333,10 @@ _QUEUE_STATUS = Memo(1024)
 _DESCENDANTS = Memo(64)  # _descendants by the tree's names in order and their children (all it reads)
 
 
-def _rolled_up(ssn: Session, allocated: dict[str, Resources],
-               descendants: dict[str, list[str]] | None = None) -> dict[str, dict]:
-    """Each queue's allocation plus its descendants', as quantities (`descendants`: `_descendants(ssn.queues)`)."""
+def _rolled_up(allocated: dict[str, Resources], descendants: dict[str, list[str]]) -> dict[str, dict]:
+    """Each queue's allocation plus its descendants' (`_descendants`), as quantities."""
     out: dict[str, dict] = {}
-    for name, below in (descendants or _descendants(ssn.queues)).items():
+    for name, below in descendants.items():
         parts = [allocated[name]]
         for child in below:
             got = allocated.get(child)

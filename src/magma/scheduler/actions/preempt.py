@@ -853,7 +853,7 @@ class Evictor:
         if self._by_votes(pjob):
             own = {r: self._voted_bound(task, pjob) for r, (task, _) in groups.items()}
         else:
-            bound = self._queue_bound(pjob, np.arange(len(ssn.node_list)))  # (the same for every request)
+            bound = self._queue_bound(pjob, self.predicates.rows)  # (the same for every request)
             own = dict.fromkeys(groups, bound)
         if len(groups) == 1 and all(b is None for b in own.values()):
             (task, _), = groups.values()
@@ -887,7 +887,7 @@ class Evictor:
             chain = queue_chain(ssn, pjob.queue)
             most = (chain, len(chain))
             if self._open_anywhere(pjob, most):
-                extra = self._cross_bound(pjob, np.arange(len(ssn.node_list)), most)
+                extra = self._cross_bound(pjob, self.predicates.rows, most)
         total = 0
         for r, (task, n) in groups.items():
             room = fut
@@ -919,7 +919,7 @@ class Evictor:
     def _open_anywhere(self, pjob: JobInfo, entitled: tuple[list[str], int]) -> bool:
         """Is some queue open to `pjob` across queues (`_open_to`) with this entitlement?"""
         index = self._job_index()
-        names = self.jobs_by_queue() if index is None else index.queue_names()
+        names = self.jobs_by_queue() if index is None else index.queue_uids  # (any order: a question only)
         return any(self._open_to(pjob, q, entitled) for q in names)
 
     # ------------------------------------------------------------ pruning nodes (fastpath.preempt_pruning)

@@ -170,7 +170,7 @@ def compare_queues(root: HNode, left: QueueInfo, right: QueueInfo) -> float:
 
 
 def _rem_share(rem: dict[str, int], totals: list[tuple[str, int]]) -> float:
-    """max over the cluster's resources of remaining / total (drf's victims vote, in plain ints)."""
+    """max over the cluster's resources of remaining / total (`totals`: name and amount pairs), in plain ints."""
     best = 0.0
     for k, v in totals:
         s = rem.get(k, 0) / v
@@ -284,17 +284,17 @@ class DrfPlugin:
         """`job_order` as a sort key (Session.job_order_key)."""
         return self.shares.get(job.uid, 0.0)
 
-    def _preemptor_share(self, preemptor: TaskInfo, mine: Resources) -> tuple[float, list[tuple[str, int]]]:
-        """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation), and the
-        cluster's totals to divide by: kept per job and request while the job's allocation is the same object
-        (asked for every node a preemptor looks at; the total is the session's)."""
+    def _preemptor_share(self, preemptor: TaskInfo, mine: Resources) -> float:
+        """The share of the preemptor's job with the preemptor placed (`mine`: its job's allocation): kept per job
+        and request while the job's allocation is the same object (asked for every node a preemptor looks at; the
+        total is the session's)."""
         key = (preemptor.job, preemptor.resreq)
         got = self._vote_memo.get(key) if fastpath.drf_vote_bound else None
         if got is None or got[0] is not mine:
             got = (mine, self.share_of(mine + preemptor.resreq))
             if fastpath.drf_vote_bound:
                 self._vote_memo[key] = got
-        return got[1], self._totals
+        return got[1]
 
     def job_bounds(self, preemptor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
         """What `victims` may give of each job (Session.victim_job_bounds). A candidate is given when the share its
@@ -305,7 +305,7 @@ class DrfPlugin:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return [(False, False)] * len(jobs)
-        ls, totals = self._preemptor_share(preemptor, mine)
+        ls, totals = self._preemptor_share(preemptor, mine), self._totals
         allocated, total = self.allocated, self.total
         out = []
         for job in jobs:
@@ -323,7 +323,7 @@ class DrfPlugin:
         mine = self.allocated.get(preemptor.job)
         if mine is None:
             return []
-        ls, totals = self._preemptor_share(preemptor, mine)
+        ls, totals = self._preemptor_share(preemptor, mine), self._totals
         remaining: dict[str, dict[str, int]] = {}
         refused: set[str] = set()
         bound = fastpath.drf_vote_bound
