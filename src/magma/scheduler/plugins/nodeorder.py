@@ -162,10 +162,7 @@ class NodeOrder:
         if w["tainttoleration.weight"] and self.index.n:
             intolerable = self._intolerable.get(pt.toleration_key)
             if intolerable is None:
-                rows = np.zeros(1, dtype=np.int64)
-                self.taint_toleration(task, pt, rows)  # fills the per-toleration counts over all nodes
-                intolerable = self._intolerable[pt.toleration_key] = int(
-                    self._taint_counts[pt.toleration_key].max()) > 0
+                intolerable = self._intolerable[pt.toleration_key] = int(self._taint_counts_of(pt).max()) > 0
             if intolerable:
                 return None
         return (NAME, self._pod_request(task))
@@ -265,6 +262,10 @@ class NodeOrder:
         return default_normalize(full[rows])
 
     def taint_toleration(self, task: TaskInfo, pt: PodTerms, rows: np.ndarray) -> np.ndarray:
+        return default_normalize(self._taint_counts_of(pt)[rows], reverse=True)
+
+    def _taint_counts_of(self, pt: PodTerms) -> np.ndarray:
+        """Per node, the taints the pod's tolerations do not tolerate (kept per tolerations)."""
         full = self._taint_counts.get(pt.toleration_key)
         if full is None:
             tol = pt.tolerations
@@ -272,7 +273,7 @@ class NodeOrder:
                                                  dtype=np.int64)
             full.flags.writeable = False  # shared by later sessions
             self._taint_counts[pt.toleration_key] = full
-        return default_normalize(full[rows], reverse=True)
+        return full
 
     # ------------------------------------------------------------ inter-pod affinity
     def inter_pod_affinity(self, task: TaskInfo, pt: PodTerms, rows: np.ndarray) -> np.ndarray:

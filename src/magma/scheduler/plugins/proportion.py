@@ -108,9 +108,13 @@ _BOUNDS = Memo(256)
 
 
 def _bounds_key(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None]) -> tuple:
-    return (ssn.total, frozenset(dims), tuple(
-        (n, tree.parent(n), q.guarantee if q else None, q.capability if q else None,
-         frozenset(capability_names(q))) for n, q in info.items()))
+    return (ssn.total, frozenset(dims), tuple(_bound_part(tree, n, q) for n, q in info.items()))
+
+
+def _bound_part(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
+    """One queue's part of the bounds' key: what `queue_bounds` reads of it."""
+    return (n, tree.parent(n), q.guarantee if q else None, q.capability if q else None,
+            frozenset(capability_names(q)))
 
 
 def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
@@ -210,9 +214,8 @@ def _parts(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
     if got is not None and got[0] is q and got[1] is tree:
         return got[2]
     if q is None:  # (a virtual root: not kept by id)
-        return (n, tree.parent(n), None, None, frozenset()), None, ()
-    parts = ((n, tree.parent(n), q.guarantee, q.capability, frozenset(capability_names(q))),
-             (q.weight, q.priority), (*q.guarantee, *q.capability))
+        return _bound_part(tree, n, None), None, ()
+    parts = _bound_part(tree, n, q), (q.weight, q.priority), (*q.guarantee, *q.capability)
     _PARTS.keep(id(q), (q, tree, parts))
     return parts
 
