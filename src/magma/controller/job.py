@@ -685,11 +685,14 @@ class _JobIndex:
 
     def pods(self, state: ClusterState, job: Job) -> dict[str, Pod]:
         """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them."""
-        keys = [k for k in self.pods_of.get(job.key, ()) if k in state.pods]
-        keys.sort(key=lambda k: self.cluster.position("Pod", k))  # type: ignore[attr-defined]
+        pods = state.pods
+        keys = [k for k in self.pods_of.get(job.key, ()) if k in pods]
+        if len(keys) > 1:
+            position = self.cluster.position  # type: ignore[attr-defined]
+            keys.sort(key=lambda k: position("Pod", k))
         out: dict[str, Pod] = {}
         for k in keys:
-            pod = state.pods[k]
+            pod = pods[k]
             ref = _controller_owner(pod)
             if ref is not None:
                 if ref.kind != "Job":
@@ -1019,6 +1022,9 @@ class JobController:
         deleted = self._deleted.setdefault(ctx.key, set())
         out: list[Request] = []
         present: set[str] = set()
+        # per task, what the task checks answered: the pods do not change while they are observed
+        completed: dict[str, bool] = {}
+        failed: dict[str, bool] = {}
         for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
             uid = pod_uid(pod)
             present.add(uid)
@@ -1047,10 +1053,17 @@ class JobController:
                 if m.phase != "Failed":
                     event = POD_FAILED
             elif phase == "Succeeded":
-                if m.phase != "Succeeded" and self._task_completed(ctx, task):
-                    event = TASK_COMPLETED
+                if m.phase != "Succeeded":
+                    done = completed.get(task)
+                    if done is None:
+                        done = completed[task] = self._task_completed(ctx, task)
+                    if done:
+                        event = TASK_COMPLETED
             elif phase in ("Running", "Pending"):
-                if self._task_failed(ctx, task):
+                over = failed.get(task)
+                if over is None:
+                    over = failed[task] = self._task_failed(ctx, task)
+                if over:
                     event = TASK_FAILED
                 if m.phase != phase:
                     event = POD_RUNNING if phase == "Running" else POD_PENDING
@@ -1471,9 +1484,11 @@ class JobController:
                         st.terminating += 1
                     continue
                 st.classify(pod, tname)
-        task_names = {t.name or DEFAULT_TASK_SPEC for t in spec.tasks}
-        for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
-            if pod.name in expected or task_of(pod) not in task_names:
+        # the pods no replica of the spec names (pods are kept by name), in name order: scaled down
+        unexpected = [pod for name, pod in ctx.pods.items() if name not in expected]
+        task_names = {t.name or DEFAULT_TASK_SPEC for t in spec.tasks} if unexpected else set()
+        for pod in sorted(unexpected, key=lambda p: p.name):
+            if task_of(pod) not in task_names:
                 continue
             if _is_terminating(pod):
                 st.terminating += 1

@@ -128,6 +128,10 @@ class QueueController:
                 for name in visited:
                     quiet[name] = _read(state.queues[name])
                 self._quiet = quiet
+        if self._version is not None:
+            # Its own writes need no reading back: they are Queue writes (read above, after them, when it is quiet;
+            # not looked at when it is not) and Command deletions (after which it is not quiet).
+            self._version = self.cluster.version  # type: ignore[attr-defined]
         return self._changed
 
     # ---------------------------------------------------------------- commands
