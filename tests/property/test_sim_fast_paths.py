@@ -4,8 +4,8 @@ Random small clusters with Volcano Jobs (through the job controller: PodGroups, 
 ttl deletions) beside bare PodGroups and pods run through the simulator twice: with every fast path off
 (`fastpath.disabled()`: the controller syncs every job at every step, the recorder scans every pod, every session
 runs) and with them on (`event_driven_controller`, `incremental_recorder`, `skip_quiet_sessions`, the controller's
-`fast_template_copy`, `job_defaults_check`, `queue_sync_recounted`, `light_podgroup_syncs`, `settled_pass_skipped` and
-`podgroup_quantities_shared`, and the scheduler's). The result JSON (but the count and latency of
+`fast_template_copy`, `job_defaults_check`, `queue_sync_recounted`, `light_podgroup_syncs`, `settled_pass_skipped`,
+`ttl_syncs_light` and `podgroup_quantities_shared`, and the scheduler's). The result JSON (but the count and latency of
 sessions), every sample of the time series, the pod runs, owners, job starts and ends, binds, evictions, events and
 the pods, PodGroups and Jobs left in the cluster must be the same; the sessions that bound or evicted must be the
 same; and the fast run may only leave out sessions of the slow run.

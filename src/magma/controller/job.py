@@ -11,7 +11,8 @@ owned objects were written, a command for them arrived, or a delayed action or t
 informers and work queue of job keys). By the sentence above, the others would change nothing. `_JobIndex`
 keeps the log's reading: touched jobs, pods per job, objects per owner. A job named only by writes of its
 PodGroup's status skips its state pass (fastpath.light_podgroup_syncs), and so does a pass after one that left it
-nothing to do (fastpath.settled_pass_skipped).
+nothing to do (fastpath.settled_pass_skipped), and a finished job named by nothing but its due ttl since such a
+pass (fastpath.ttl_syncs_light).
 
 What it does, as Volcano's job controller does it (pkg/controllers/job: job_controller_actions.go, state/,
 job_controller_util.go), restated:
@@ -758,6 +759,7 @@ class JobController:
         self._pg_read: dict[str, str] = {}  # job key -> key of the PodGroup it reads
         self._logged = _has_change_log(cluster)  # the cluster keeps a change log (its methods never go away)
         self._settled: set[str] = set()  # job keys whose last sync ended at a fixed point
+        self._still: set[str] = set()  # of those, the jobs whose next state pass would be skipped as settled
 
     # ================================================================ public
     def sync(self) -> bool:
@@ -770,19 +772,21 @@ class JobController:
         now = state.now
         self._read_evictions()
         commands = self._job_commands(state)
-        keys, by_job, noted, podgroup_only = self._jobs_to_sync(state, now, commands)
+        keys, by_job, noted, podgroup_only, ttl_only = self._jobs_to_sync(state, now, commands)
         index = self._index
         for key in keys:
             job = state.jobs.get(key)
             if job is None:
                 continue
-            light = False
+            light = timer = False
             if index is not None:
                 index.refresh()
                 touched_before = key in index.touched
                 # nothing but its PodGroup was written since its last sync ended at a fixed point
                 light = key in podgroup_only and key not in index.other and key in self._settled
-            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []), light)
+                # nothing was written since its last sync left its state pass settled; its ttl alone is due
+                timer = key in ttl_only and not touched_before and key in self._still
+            settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []), light, timer)
             if settled:
                 self._settled.add(key)
             else:
@@ -867,9 +871,10 @@ class JobController:
         return self._index
 
     def _jobs_to_sync(self, state: ClusterState, now: float, commands: dict[str, list[Command]]
-                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str], set[str]]:
+                      ) -> tuple[list[str], dict[str, dict[str, Pod]], Iterable[str], set[str], set[str]]:
         """(job keys to sync in order, their pods by job, job keys whose timers to note afterwards, job keys named
-        by writes of their PodGroup alone, without a command or a due timer).
+        by writes of their PodGroup alone, without a command or a due timer, job keys named by nothing but their due
+        ttl: no write, command or due delayed action).
 
         Every job, unless the cluster keeps a change log (and the fast path is on): then only the jobs whose Job,
         PodGroup, pods or owned objects were written since the previous sync began (the controller's own writes
@@ -886,14 +891,17 @@ class JobController:
             touched, other, full = index.take()
         if full:
             keys = sorted(state.jobs)
-            return keys, self._index_pods(state), list(state.jobs) + list(self._ttl_due) + list(self._pg_read), set()
+            noted = list(state.jobs) + list(self._ttl_due) + list(self._pg_read)
+            return keys, self._index_pods(state), noted, set(), set()
         assert index is not None
-        due = {k for k, t in self._ttl_due.items() if t <= now}
-        due |= {k for k, per in self._delayed.items() if any(d.due <= now for d in per.values())}
+        ttl = {k for k, t in self._ttl_due.items() if t <= now}
+        delayed = {k for k, per in self._delayed.items() if any(d.due <= now for d in per.values())}
+        due = ttl | delayed
         noted = touched | due | set(commands)
         keys = sorted(k for k in noted if k in state.jobs)
         podgroup_only = touched - other - due - commands.keys() if fastpath.light_podgroup_syncs else set()
-        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted, podgroup_only
+        ttl_only = ttl - touched - delayed - commands.keys() if fastpath.ttl_syncs_light else set()
+        return keys, {k: index.pods(state, state.jobs[k]) for k in keys}, noted, podgroup_only, ttl_only
 
     def _note(self, state: ClusterState, keys: Iterable[str]) -> None:
         """After a sync: the ttl time and the PodGroup read of each of these jobs, as the sync left them."""
@@ -916,13 +924,21 @@ class JobController:
 
     # ================================================================ per job
     def _sync_one(self, job: Job, state: ClusterState, now: float, pods: dict[str, Pod],
-                  commands: list[Command], light: bool = False) -> bool:
+                  commands: list[Command], light: bool = False, timer: bool = False) -> bool:
         """Sync one job; True when it ended at a fixed point (its last pass wrote nothing, no request left).
-        `light`: nothing but its PodGroup was written since its last sync ended at a fixed point."""
+        `light`: nothing but its PodGroup was written since its last sync ended at a fixed point. `timer`: nothing
+        was written since its last sync ended with a state pass that left it settled, and only its ttl is due
+        (fastpath.ttl_syncs_light): nothing to observe, no request, and the pass would be skipped."""
         key = job.key
         if job.metadata.deletion_timestamp is not None:
+            self._still.discard(key)
             return True
         ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
+        if timer:
+            self._podgroup_pending_event(ctx)
+            self._ttl(ctx)
+            return True
+        self._still.discard(key)
         if light and self._light_sync(ctx):
             return True
         self._prepare(job, now)
@@ -958,6 +974,8 @@ class JobController:
             if not requests:
                 settled = quiet
                 break
+        if settled and ctx.settled_at == ctx.writes:
+            self._still.add(key)  # the next pass would be skipped as settled
 
         self._podgroup_pending_event(ctx)
         self._ttl(ctx)  # what it may write (the finish time) is read back as a timer (`_note`)
@@ -2017,6 +2035,7 @@ class JobController:
                   self._defaulted, self._pg_cache, self._ttl_due):
             d.pop(key, None)
         self._settled.discard(key)
+        self._still.discard(key)
         self._warned = {w for w in self._warned if w[0] != key}
 
     # -------------------------------------------------------------- commands

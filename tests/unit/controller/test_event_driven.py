@@ -237,3 +237,72 @@ def test_podgroups_share_their_quantities():
     assert fast.pg("ns/a").spec.min_resources["cpu"] is fast.pg("ns/b").spec.min_resources["cpu"]
     assert slow.pg("ns/a").spec.min_resources["cpu"] is not slow.pg("ns/b").spec.min_resources["cpu"]
     assert fast.pg("ns/a").spec.min_resources["cpu"].raw == "2"
+
+
+def observations(h: Harness) -> int:
+    """How many jobs a sync observes (reads their pods for events)."""
+    count = 0
+    original = JobController._observe
+
+    def counting(self, ctx):
+        nonlocal count
+        count += 1
+        return original(self, ctx)
+
+    JobController._observe = counting
+    try:
+        h.sync()
+    finally:
+        JobController._observe = original
+    return count
+
+
+def _ttl_runs_out(light: bool) -> tuple:
+    """Jobs with a ttl finished in several ways (all pods succeeded; Completed at minSuccess with a pod left running,
+    killed; failed at maxRetry; a Service plugin; written after it finished; a command at the ttl; a pod written after
+    it finished): what the syncs write, and how many jobs the syncs at the ttls observe."""
+    h = Harness(*[make_job(name, ttlSecondsAfterFinished=30, **spec) for name, spec in (
+        ("a", {}), ("b", {"minSuccess": 1}), ("c", {"maxRetry": 1}), ("d", {"plugins": {"svc": []}}), ("e", {}),
+        ("f", {}), ("g", {}))])
+    names = ("a", "b", "c", "d", "e", "f", "g")
+    counts = []
+    with contextlib.nullcontext() if light else fastpath.disabled("ttl_syncs_light"):
+        h.sync()
+        for key in names:
+            h.enqueue(f"ns/{key}")
+        h.sync()
+        for key in names:
+            h.run_all(f"ns/{key}")
+        h.sync()
+        for key in ("b", "d", "e", "f", "g"):
+            for name in h.pods(f"ns/{key}"):
+                h.set_phase(name, "Succeeded")
+        h.set_phase("b-worker-0", "Succeeded")  # b: Completed at minSuccess, its running pod killed
+        h.set_phase("c-worker-0", "Failed", exit_code=1)  # c: restarted once, Failed at maxRetry
+        h.sync()
+        h.sync()
+        h.advance(10)
+        for name in h.pods("ns/a"):
+            h.set_phase(name, "Succeeded")  # a: finished later
+        h.set_phase("g-worker-0", "Succeeded")  # g: a pod written (the same phase) after it finished
+        h.sync()
+        h.advance(20)
+        h.job("ns/e").metadata.annotations["touched"] = "yes"  # e: written after it finished
+        h.cluster.update(h.job("ns/e"))
+        h.command("AbortJob", target="f")  # f: a command
+        counts.append(observations(h))  # b, c, d, e, f, g: ttl due; only e and f observed
+        h.advance(10)
+        counts.append(observations(h))  # a: ttl due, not observed
+        counts.append(observations(h))
+    return objects(h), [(e.type, e.reason, e.key, e.message) for e in h.cluster.events], counts
+
+
+def test_a_ttl_alone_needs_no_observation():
+    """fastpath.ttl_syncs_light: the same objects and events when finished jobs' ttls run out, without observing the
+    jobs nothing was written to since their passes settled."""
+    fast_objects, fast_events, fast = _ttl_runs_out(light=True)
+    slow_objects, slow_events, slow = _ttl_runs_out(light=False)
+    assert fast_objects == slow_objects and fast_events == slow_events
+    assert [e[2] for e in fast_events if e[1] == "TTLExpired"] == [f"ns/{k}" for k in "bcdefga"]
+    assert not fast_objects["jobs"] and not fast_objects["pods"] and not fast_objects["podgroups"]
+    assert fast == [2, 0, 0] and slow == [6, 1, 0]

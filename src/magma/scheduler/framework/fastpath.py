@@ -242,6 +242,14 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   tried on a copy of the status, and must leave the phase as it is. So for a finished job's pass (Completed, Failed,
   Terminated, Aborted) that tried no pod deletion and ran no plugin: the next would find the same pods, the status
   it wrote and no PodGroup. Requests handled in between that write anything make the pass run.
+- `ttl_syncs_light` (controller, with event_driven_controller): a finished job whose ttl runs out, with nothing
+  written that names it since its last sync ended at a fixed point with its state pass settled (as
+  settled_pass_skipped takes it: the last pass tried no pod deletion, ran no plugin, and nothing was written after
+  it), and no command or due delayed action, is not observed or taken through its state pass again: its Job, pods
+  and PodGroup are as that sync left them, so its memory of the pods and of the PodGroup's phase match them (no pod
+  event, no Unknown turn; forgetting the pods that sync deleted itself waits for the next full sync), and the pass
+  would write nothing (a finished job's pass does not read the time). The PodGroupPending event and the ttl are
+  looked at, as the full sync does after its passes.
 - `podgroup_quantities_shared` (controller): the quantities of a PodGroup's minResources are read once per text and
   shared by every PodGroup the controller makes or sets right, instead of being read for each (as
   `fast_template_copy` shares a template's quantities with its pods): a quantity read from a text holds that text
@@ -366,6 +374,7 @@ proportion_key_parts = True
 proportion_attrs_lent = True
 queue_status_writes_kept = True
 plugin_flags_kept = True
+ttl_syncs_light = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -380,7 +389,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
-          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept")
+          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light")
 
 
 @contextmanager
