@@ -539,6 +539,7 @@ class _JobIndex:
         self.by_uid: dict[str, set[tuple[str, str]]] = {}
         self.by_name: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (namespace, name): refs without uid
         self.pg_reader: dict[str, str] = {}  # PodGroup key -> the job that reads it
+        self.pods_found: dict[str, tuple[str | None, dict[str, Pod]]] = {}  # job key -> (its uid, `pods`' answer)
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -552,6 +553,7 @@ class _JobIndex:
             self._job(state, key)
         self.pod_job.clear()
         self.pods_of.clear()
+        self.pods_found.clear()
         self.owner.clear()
         self.by_uid.clear()
         self.by_name.clear()
@@ -628,6 +630,9 @@ class _JobIndex:
         name = pod.metadata.annotations.get(JOB_NAME_ANNOTATION) if pod is not None else None
         job = f"{pod.namespace}/{name}" if name else None  # type: ignore[union-attr]
         old = self.pod_job.get(key)
+        for named in (job, old):  # `pods` answers afresh for both: the pod, its place or its owner may have changed
+            if named is not None:
+                self.pods_found.pop(named, None)
         if job is not None and job == old:
             self._touch(job)  # a write of a pod of the same job (its status, mostly)
         else:
@@ -685,7 +690,12 @@ class _JobIndex:
         self.other.discard(key)
 
     def pods(self, state: ClusterState, job: Job) -> dict[str, Pod]:
-        """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them."""
+        """The job's pods by name, in the cluster's order, as `JobController._index_pods` finds them (not to be
+        changed: the answer is kept until a write of a pod of the job, or a Job of another uid, asks again)."""
+        uid = job.metadata.uid
+        found = self.pods_found.get(job.key)
+        if found is not None and found[0] == uid:
+            return found[1]
         pods = state.pods
         keys = [k for k in self.pods_of.get(job.key, ()) if k in pods]
         if len(keys) > 1:
@@ -698,9 +708,10 @@ class _JobIndex:
             if ref is not None:
                 if ref.kind != "Job":
                     continue
-                if ref.uid and job.metadata.uid and ref.uid != job.metadata.uid:
+                if ref.uid and uid and ref.uid != uid:
                     continue
             out[pod.name] = pod
+        self.pods_found[job.key] = (uid, out)
         return out
 
     def owned(self, state: ClusterState, uids: set[str], names: set[tuple[str, str]]) -> list[Object]:
@@ -933,7 +944,7 @@ class JobController:
         if job.metadata.deletion_timestamp is not None:
             self._still.discard(key)
             return True
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=dict(pods))
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=pods)  # (the light syncs read no pods)
         if timer:
             self._podgroup_pending_event(ctx)
             self._ttl(ctx)
@@ -941,6 +952,7 @@ class JobController:
         self._still.discard(key)
         if light and self._light_sync(ctx):
             return True
+        ctx.pods = dict(pods)  # its own, kept current across its writes
         self._prepare(job, now)
         self._known_uids.add(job.metadata.uid or "")
         self._known_since.add(job.metadata.uid or "")
