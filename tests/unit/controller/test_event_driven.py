@@ -306,3 +306,36 @@ def test_a_ttl_alone_needs_no_observation():
     assert [e[2] for e in fast_events if e[1] == "TTLExpired"] == [f"ns/{k}" for k in "bcdefga"]
     assert not fast_objects["jobs"] and not fast_objects["pods"] and not fast_objects["podgroups"]
     assert fast == [2, 0, 0] and slow == [6, 1, 0]
+
+
+def test_the_pods_found_are_kept_until_a_pod_of_the_job_is_written():
+    """The index answers a job's pods again from what it found, until a write of one of its pods: a PodGroup write
+    keeps the answer; a pod's status written, a pod taken over by another job's name, a pod deleted ask again."""
+    h = running_jobs(2)
+    index = h.ctl.jobs._index
+
+    def fresh(key: str) -> dict:
+        index.pods_found.pop(key, None)
+        return index.pods(h.state, h.job(key))
+
+    j0, j1 = h.job("ns/j0"), h.job("ns/j1")
+    first, other = index.pods(h.state, j0), index.pods(h.state, j1)
+    assert list(first) == ["j0-worker-0", "j0-worker-1"]
+    h.enqueue("ns/j0", phase="Running")
+    index.refresh()
+    assert index.pods(h.state, j0) is first
+    h.set_phase("j0-worker-0", "Succeeded")
+    index.refresh()
+    again = index.pods(h.state, j0)
+    assert again is not first and again == first
+    assert index.pods(h.state, j1) is other
+    pod = h.pod("j0-worker-1")
+    pod.metadata.annotations["volcano.sh/job-name"] = "j1"
+    h.cluster.mark_changed("Pod", pod.key)
+    index.refresh()
+    assert list(index.pods(h.state, j0)) == ["j0-worker-0"]
+    assert index.pods(h.state, j1) is not other
+    assert index.pods(h.state, j1) == fresh("ns/j1")
+    h.cluster.delete("Pod", "ns/j0-worker-0")
+    index.refresh()
+    assert index.pods(h.state, j0) == {} == fresh("ns/j0")
