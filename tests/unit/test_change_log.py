@@ -26,3 +26,18 @@ def test_version_counts_every_write_across_a_trimmed_log():
     assert cluster.changes_since(recent) == [("Queue", "q28"), ("Queue", "q29"), ("Queue", "q29")]
     assert cluster.changes_since(cluster.version) == []
     assert cluster.changes_since(cluster.version + 1) is None
+
+
+def test_queue_status_writes_are_pydantic_setattrs():
+    """`update_queue_status` writes a status count straight into the extras: the status is what setattr makes of it
+    (values, fields set, dump), and a declared field still goes through setattr."""
+    written = _queue("q")
+    cluster = MemoryCluster([written])
+    by_hand = _queue("q")
+    for status in ({"pending": 2, "state": "Open"}, {"pending": 0, "running": 1}, {"state": "Closing"}):
+        cluster.update_queue_status("q", status)
+        for k, v in status.items():
+            setattr(by_hand.status, k, v)
+        assert written.status == by_hand.status and written.dump() == by_hand.dump()
+        assert written.status.__pydantic_fields_set__ == by_hand.status.__pydantic_fields_set__
+    assert written.status.state == "Closing" and written.status.__pydantic_extra__ == {"pending": 0, "running": 1}

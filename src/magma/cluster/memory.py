@@ -4,9 +4,32 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from pydantic import BaseModel
+
 from magma.api.objects import Command, Job, Node, Object, Pod, PodGroup, PodGroupStatus, PriorityClass, Queue
 
 from .interface import ClusterError, ClusterState, Event
+
+
+_EXTRA_NAMES: dict[tuple[type, str], bool] = {}
+
+
+def _extra_name(cls: type[BaseModel], name: str) -> bool:
+    """Whether pydantic's setattr of `name` on a `cls` puts the value in the extras and marks it set, and nothing
+    else: a model keeping unknown fields, not frozen, not validating assignments, and `name` neither a field, private
+    nor anything of the class (the status counts of a Queue). Its setattr looks that up again at every write."""
+    key = (cls, name)
+    found = _EXTRA_NAMES.get(key)
+    if found is None:
+        config = cls.model_config
+        found = _EXTRA_NAMES[key] = (
+            config.get("extra") == "allow" and not config.get("frozen") and not config.get("validate_assignment")
+            and not name.startswith("_") and name not in cls.model_fields and name not in cls.__class_vars__
+            and getattr(cls, name, _MISSING) is _MISSING)
+    return found
+
+
+_MISSING = object()
 
 
 class MemoryCluster:
@@ -185,8 +208,13 @@ class MemoryCluster:
         q = self._state.queues.get(name)
         if q is None:
             raise ClusterError(f"queue {name} not found")
+        st = q.status
         for k, v in status.items():
-            setattr(q.status, k, v)
+            if _extra_name(type(st), k):
+                st.__pydantic_extra__[k] = v  # type: ignore[index]  # (what pydantic's setattr does, directly)
+                st.__pydantic_fields_set__.add(k)
+            else:
+                setattr(st, k, v)
         self._changed("Queue", name)
 
     def record_event(self, type: str, reason: str, kind: str, key: str, message: str) -> None:
