@@ -81,22 +81,27 @@ def objects(h: Harness) -> dict:
             for kind, objs in (("jobs", st.jobs), ("podgroups", st.podgroups), ("pods", st.pods))}
 
 
-def passes(h: Harness) -> int:
-    """How many state passes a sync runs."""
+def calls(h: Harness, method: str) -> int:
+    """How many times a sync calls the JobController's `method` (taking a sync context)."""
     count = 0
-    original = JobController._default_pass
+    original = getattr(JobController, method)
 
     def counting(self, ctx):
         nonlocal count
         count += 1
         return original(self, ctx)
 
-    JobController._default_pass = counting
+    setattr(JobController, method, counting)
     try:
         h.sync()
     finally:
-        JobController._default_pass = original
+        setattr(JobController, method, original)
     return count
+
+
+def passes(h: Harness) -> int:
+    """How many state passes a sync runs."""
+    return calls(h, "_default_pass")
 
 
 def _unschedulable(h: Harness, key: str, message: str) -> None:
@@ -241,20 +246,7 @@ def test_podgroups_share_their_quantities():
 
 def observations(h: Harness) -> int:
     """How many jobs a sync observes (reads their pods for events)."""
-    count = 0
-    original = JobController._observe
-
-    def counting(self, ctx):
-        nonlocal count
-        count += 1
-        return original(self, ctx)
-
-    JobController._observe = counting
-    try:
-        h.sync()
-    finally:
-        JobController._observe = original
-    return count
+    return calls(h, "_observe")
 
 
 def _ttl_runs_out(light: bool) -> tuple:
