@@ -1101,11 +1101,14 @@ class JobController:
             if event is None:
                 continue
             code = exit_code_of(pod) if event == POD_FAILED else 0
-            detail = {
-                POD_FAILED: f"pod {pod.name} failed with exit code {code}",
-                TASK_COMPLETED: f"all pods of task {task} succeeded",
-                TASK_FAILED: f"containers of task {task} restarted {self._task_restarts(ctx, task)} times",
-            }.get(event, f"pod {pod.name} {phase.lower()}")
+            if event == POD_FAILED:
+                detail = f"pod {pod.name} failed with exit code {code}"
+            elif event == TASK_COMPLETED:
+                detail = f"all pods of task {task} succeeded"
+            elif event == TASK_FAILED:
+                detail = f"containers of task {task} restarted {self._task_restarts(ctx, task)} times"
+            else:
+                detail = f"pod {pod.name} {phase.lower()}"
             out.append(Request(event, task, pod.name, uid, exit_code=code, version=version, partition=m.partition,
                                time=_time(pod.metadata.creation_timestamp) if event == POD_PENDING else None,
                                detail=detail))
