@@ -516,6 +516,7 @@ class _JobIndex:
     - `touched`: job keys named by writes since they were last taken: the Job itself, its pods (by the
       `volcano.sh/job-name` annotation, before and after the write), the PodGroup it reads, objects it controls;
     - `pods_of`: pod keys per job key (the annotation), so a job's pods are found without scanning all pods;
+      `pods_found`: the pods found per job, kept until a write of one of them (or of a pod taken to or from it);
     - `owned`: objects whose controller owner is a Job, by owner uid and (for refs without uid) by name, for the
       garbage collection of a deleted Job's objects;
     - `other`: the touched job keys named by a write other than one of a PodGroup (fastpath.light_podgroup_syncs);
