@@ -340,6 +340,11 @@ def _podgroup_key(job: Job) -> str:
     return f"{job.namespace}/{podgroup_name(job)}"
 
 
+def _in_name_order(pods: dict[str, Pod]) -> list[Pod]:
+    """A job's pods (kept by name) in name order."""
+    return [pods[name] for name in sorted(pods)]
+
+
 def _is_terminating(pod: Pod) -> bool:
     return pod.metadata.deletion_timestamp is not None
 
@@ -1056,7 +1061,7 @@ class JobController:
         # per task, what the task checks answered: the pods do not change while they are observed
         completed: dict[str, bool] = {}
         failed: dict[str, bool] = {}
-        for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
+        for pod in _in_name_order(ctx.pods):
             uid = pod_uid(pod)
             present.add(uid)
             phase = pod.status.phase or "Pending"
@@ -1423,7 +1428,7 @@ class JobController:
         if st.retry >= ctx.max_retry - 1:
             retain = RETAIN_SOFT  # the last retry keeps finished pods for inspection
         killed = 0
-        for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
+        for pod in _in_name_order(ctx.pods):
             task = task_of(pod)
             if _is_terminating(pod):
                 st.terminating += 1
@@ -1464,7 +1469,7 @@ class JobController:
                        if req.partition and p.labels.get(PARTITION_ID_LABEL) == req.partition]
         victim_names = {p.name for p in victims}
         st = _St.recount(ctx.job)
-        for pod in sorted(ctx.pods.values(), key=lambda p: p.name):
+        for pod in _in_name_order(ctx.pods):
             if _is_terminating(pod):
                 st.terminating += 1
             elif pod.name in victim_names:
