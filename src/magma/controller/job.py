@@ -474,6 +474,7 @@ class _Ctx:
     state: ClusterState
     now: float
     pods: dict[str, Pod]  # this job's pods by name, kept current across our own writes
+    pg_key: str  # the key of the job's PodGroup (its name holds the job's uid)
     writes: int = 0
     new_requests: list[Request] = field(default_factory=list)
     cause: tuple[str, str] | None = None  # (reason, message) for the phase change an action makes
@@ -950,7 +951,9 @@ class JobController:
         if job.metadata.deletion_timestamp is not None:
             self._still.discard(key)
             return True
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=pods)  # (the light syncs read no pods)
+        uid = job.metadata.uid
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=pods,  # (the light syncs read no pods)
+                   pg_key=_podgroup_key(job))
         if timer:
             self._podgroup_pending_event(ctx)
             self._ttl(ctx)
@@ -960,6 +963,8 @@ class JobController:
             return True
         ctx.pods = dict(pods)  # its own, kept current across its writes
         self._prepare(job, now)
+        if job.metadata.uid != uid:  # given a uid just now
+            ctx.pg_key = _podgroup_key(job)
         self._known_uids.add(job.metadata.uid or "")
         self._known_since.add(job.metadata.uid or "")
 
@@ -1132,7 +1137,7 @@ class JobController:
         return out
 
     def _observe_podgroup(self, ctx: _Ctx) -> list[Request]:
-        pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
+        pg = self.cluster.get("PodGroup", ctx.pg_key)
         phase = pg.status.phase if isinstance(pg, PodGroup) else None
         before = self._pg_phase.get(ctx.key)
         self._pg_phase[ctx.key] = phase
@@ -1447,7 +1452,7 @@ class JobController:
             fn(st, ctx)
         self._plugins_delete(ctx, st)
         self._apply(ctx, st)
-        pg_key = _podgroup_key(job)
+        pg_key = ctx.pg_key
         if self.cluster.get("PodGroup", pg_key) is not None:
             self.cluster.delete("PodGroup", pg_key)
             self._pg_phase.pop(ctx.key, None)
@@ -1741,7 +1746,7 @@ class JobController:
 
     def _ensure_podgroup(self, ctx: _Ctx) -> PodGroup | None:
         job = ctx.job
-        key = _podgroup_key(job)
+        key = ctx.pg_key
         pg = self.cluster.get("PodGroup", key)
         desired = self._desired_pg(ctx)
         min_member, min_task, min_res, pcn, quantities = desired
@@ -1802,7 +1807,7 @@ class JobController:
         waits for the next full sync); no command or timer waits. When its PodGroup turned Unknown (an event) or
         the state pass would read the PodGroup differently, the full sync runs instead."""
         seen = self._pg_phase.get(ctx.key)
-        pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
+        pg = self.cluster.get("PodGroup", ctx.pg_key)
         if not isinstance(pg, PodGroup) or _turned_unknown(pg.status.phase, seen) or \
                 not self._podgroup_changes_nothing(ctx, seen, pg):
             return False
@@ -1824,7 +1829,7 @@ class JobController:
     def _podgroup_pending_event(self, ctx: _Ctx, pg: Object | None = None) -> None:
         """`pg`: the job's PodGroup when the caller has just read it (None: read it here)."""
         if pg is None:
-            pg = self.cluster.get("PodGroup", _podgroup_key(ctx.job))
+            pg = self.cluster.get("PodGroup", ctx.pg_key)
         if not isinstance(pg, PodGroup):
             return
         latest = None

@@ -215,3 +215,20 @@ def test_uids_are_uuid5_of_the_seed():
 
     for name in ("", "Pod/ns/j-worker-0/1", "PodGroup/ns/j-uid/123456", "ünïcode/✓"):
         assert _uuid5(name) == str(uuid.uuid5(_UID_NAMESPACE, name))
+
+
+def test_a_job_without_uid_gets_one_and_its_podgroup_is_named_by_it():
+    """The uid given at the first sync names the PodGroup made in the same sync (and the pods made later belong to
+    it)."""
+    job = make_job("nouid")
+    job.metadata.uid = None
+    h = Harness(job)
+    h.sync()
+    uid = h.job("ns/nouid").metadata.uid
+    assert uid and h.pg("ns/nouid") is not None
+    assert h.pg("ns/nouid").name == f"nouid-{uid}" and h.pg("ns/nouid").metadata.owner_references[0].uid == uid
+    assert list(h.state.podgroups) == [f"ns/nouid-{uid}"]
+    h.enqueue("ns/nouid")
+    h.sync()
+    assert sorted(h.pods("ns/nouid")) == ["nouid-worker-0", "nouid-worker-1"]
+    assert list(h.state.podgroups) == [f"ns/nouid-{uid}"]
