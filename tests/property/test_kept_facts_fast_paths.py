@@ -1,4 +1,4 @@
-"""`node_facts_kept` and `queues_kept` (fastpath.py) decide as the straightforward code does when nodes and queues
+"""`node_facts_kept`, `queues_kept`, `pod_facts_kept` and `index_status_writes_kept` (fastpath.py) decide as the straightforward code does when nodes and queues
 change between sessions: test_fast_paths' random simulations, with Node and Queue objects written again at random
 times (labels, taints, cordons; queue weights, capabilities, parents). Fast paths off and on, compared as there."""
 
@@ -39,6 +39,22 @@ def scenario_with_updates(seed: int, n_nodes: int, n_jobs: int, conf: str = tfp.
     return sc
 
 
+def _recorded_runs(seed: int, n_nodes: int, n_jobs: int, conf: str, switch: str) -> tuple[list, list]:
+    """tfp.run with the fast path `switch` off, then on: the results and the simulations."""
+    sims = []
+
+    class Recorded(tfp.Simulation):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sims.append(self)
+
+    with mock.patch.object(tfp, "Simulation", Recorded):
+        with fastpath.disabled(switch):
+            off = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+        on = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+    return [off, on], sims
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14),
        conf=st.sampled_from(tfp.CONFS))
@@ -56,18 +72,27 @@ def test_pods_written_in_place_keep_their_facts(seed, n_nodes, n_jobs, conf):
     """`pod_facts_kept`: pods bound, started, finished and evicted in place keep the request and shape of their
     record; the kept snapshot is checked against a full build at every session (`SnapshotCache.verify`) and the
     run decides as it does with the pods' facts derived again."""
-    sims = []
-
-    class Recorded(tfp.Simulation):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            sims.append(self)
-
-    with mock.patch.object(tfp, "Simulation", Recorded):
-        with fastpath.disabled("pod_facts_kept"):
-            derived = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
-        kept = tfp.run(seed, n_nodes, n_jobs, fast=True, conf=conf)
+    (derived, kept), sims = _recorded_runs(seed, n_nodes, n_jobs, conf, "pod_facts_kept")
     assert derived == kept
     assert sims[0].scheduler.cache.facts_kept == 0
     if sims[1].cluster.bindings:  # a bound pod is written in place: its next ingest keeps its facts
         assert sims[1].scheduler.cache.facts_kept > 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14),
+       conf=st.sampled_from(tfp.CONFS))
+def test_podgroup_status_writes_keep_the_index_figures(seed, n_nodes, n_jobs, conf):
+    """`index_status_writes_kept`: a job whose PodGroup status alone was written, keeping its phase, keeps its
+    figures in the job index; the index is checked against a fresh one at every session (`SnapshotCache.verify`)
+    and the run decides as it does with the figures computed again."""
+    (computed, kept), sims = _recorded_runs(seed, n_nodes, n_jobs, conf, "index_status_writes_kept")
+    assert computed == kept
+    assert sims[0].scheduler.cache.index.figures_kept == 0
+
+
+def test_running_gangs_keep_their_index_figures():
+    # gangs that run have their PodGroup's Running counts written, their phase kept: the path is taken
+    (computed, kept), sims = _recorded_runs(3, 4, 10, tfp.CONF, "index_status_writes_kept")
+    assert computed == kept
+    assert sims[1].scheduler.cache.index.figures_kept > 0

@@ -73,10 +73,13 @@ class JobIndex:
         self.phases: dict[str, str] = {}  # job key -> close phase, quiet jobs only
         self._active_order: list[str] | None = None  # `active` in job order, made on first use
         self._totals: dict[int, tuple[tuple[Resources, ...], Resources]] = {}  # total_sum's last, by figure
+        self.figures_kept = 0  # jobs updated with their figures kept (fastpath.index_status_writes_kept)
 
     # ------------------------------------------------------------------ upkeep (the cache calls these)
     def rebuild(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
+        kept = self.figures_kept
         self.__init__(self.figures, self.quiet, self.touched)
+        self.figures_kept = kept  # (a count over the index's life)
         self.built = True
         self.total = total
         for uid, job in jobs.items():
@@ -91,13 +94,18 @@ class JobIndex:
             uids.sort()
         self.queue_uids = by_queue
 
-    def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
-        """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in."""
+    def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]],
+               same_figures: set[str] | frozenset[str] = frozenset()) -> None:
+        """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in.
+        `same_figures`: those of them that are the records they were, with the same tasks and phase, their
+        PodGroup's status written (fastpath.index_status_writes_kept): their figures are what they were, and
+        only whether they are quiet is asked again."""
         if len(uids) > 256 and len(uids) * 4 > len(self.records):  # most jobs changed (every PodGroup's status
             # written, say): summing afresh is quicker than taking each job out and in
             self.rebuild(jobs, self.total, order)
             return
         records = self.records
+        keep = same_figures if fastpath.index_status_writes_kept else ()
         for uid in uids:
             job = jobs.get(uid)
             old = records.get(uid)
@@ -106,7 +114,11 @@ class JobIndex:
                     self._remove(uid)
                 continue
             place = order(job)
-            rec = self._record(job, place)
+            if old is not None and uid in keep:
+                self.figures_kept += 1
+                rec = JobRecord(job.queue, job.key, place, old.sums, old.share, old.dims, self.quiet(job))
+            else:
+                rec = self._record(job, place)
             if old is not None:
                 if rec.same(old):
                     continue  # what it counts is what it counted (a PodGroup status written back, say)
