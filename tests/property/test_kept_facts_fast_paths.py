@@ -1,11 +1,14 @@
-"""`node_facts_kept`, `queues_kept`, `pod_facts_kept` and `index_status_writes_kept` (fastpath.py) decide as the straightforward code does when nodes and queues
-change between sessions: test_fast_paths' random simulations, with Node and Queue objects written again at random
-times (labels, taints, cordons; queue weights, capabilities, parents). Fast paths off and on, compared as there."""
+"""Fast paths over the records kept across sessions (fastpath.py) decide as the straightforward code does:
+`node_facts_kept` and `queues_kept` when nodes and queues change between sessions (test_fast_paths' random
+simulations, with Node and Queue objects written again at random times: labels, taints, cordons; queue weights,
+capabilities, parents), `pod_facts_kept` and the job index's paths. Fast paths off and on, compared as there."""
 
 from __future__ import annotations
 
 import random
 from unittest import mock
+
+import pytest
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -79,20 +82,28 @@ def test_pods_written_in_place_keep_their_facts(seed, n_nodes, n_jobs, conf):
         assert sims[1].scheduler.cache.facts_kept > 0
 
 
+# the job index's fast paths, and the count each keeps of the times it was taken
+_INDEX_PATHS = [("index_status_writes_kept", "figures_kept"), ("index_visits_kept", "visits_kept")]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 6), n_jobs=st.integers(1, 14),
-       conf=st.sampled_from(tfp.CONFS))
-def test_podgroup_status_writes_keep_the_index_figures(seed, n_nodes, n_jobs, conf):
+       conf=st.sampled_from(tfp.CONFS), path=st.sampled_from(_INDEX_PATHS))
+def test_job_index_paths_decide_the_same(seed, n_nodes, n_jobs, conf, path):
     """`index_status_writes_kept`: a job whose PodGroup status alone was written, keeping its phase, keeps its
-    figures in the job index; the index is checked against a fresh one at every session (`SnapshotCache.verify`)
-    and the run decides as it does with the figures computed again."""
-    (computed, kept), sims = _recorded_runs(seed, n_nodes, n_jobs, conf, "index_status_writes_kept")
-    assert computed == kept
-    assert sims[0].scheduler.cache.index.figures_kept == 0
+    figures in the job index; `index_visits_kept`: a session's steps visit the jobs found at the last visit while
+    it touched nothing more. The index is checked against a fresh one at every session (`SnapshotCache.verify`)
+    and the run decides as it does without the path."""
+    switch, count = path
+    (off, on), sims = _recorded_runs(seed, n_nodes, n_jobs, conf, switch)
+    assert off == on
+    assert getattr(sims[0].scheduler.cache.index, count) == 0
 
 
-def test_running_gangs_keep_their_index_figures():
-    # gangs that run have their PodGroup's Running counts written, their phase kept: the path is taken
-    (computed, kept), sims = _recorded_runs(3, 4, 10, tfp.CONF, "index_status_writes_kept")
-    assert computed == kept
-    assert sims[1].scheduler.cache.index.figures_kept > 0
+@pytest.mark.parametrize("switch,count", _INDEX_PATHS)
+def test_job_index_paths_are_taken(switch, count):
+    # gangs that run have their PodGroup's Running counts written, their phase kept; sessions visit jobs in
+    # several steps
+    (off, on), sims = _recorded_runs(3, 4, 10, tfp.CONF, switch)
+    assert off == on
+    assert getattr(sims[1].scheduler.cache.index, count) > 0
