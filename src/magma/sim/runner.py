@@ -482,6 +482,21 @@ class _Recorder:
             changes += [("PodGroup", k) for k in list(self.podgroups) + list(state.podgroups)]
             changes.append(("Node", ""))
         trace.evicted_pods.update(result.evicted_uids)
+        if changes:  # (nothing written since the last record: the runs, counts and sums are as they were)
+            self._take(t, state, changes)
+        if result.reservations or result.backfilled:
+            ident = _ident_of_podgroup(state)
+            for key, plan in result.reservations.items():
+                trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
+            trace.backfilled.update(ident(key) for key in result.backfilled)
+        if self.deserved[0] is not result.queue_shares:
+            self.deserved = (result.queue_shares, {q: v.get("deserved", {}).get(GPU, 0) / 1000
+                                                   for q, v in result.queue_shares.items()})
+        trace.samples.append(Sample(t, self.by_queue, self.total, self.deserved[1]))
+
+    def _take(self, t: float, state, changes: list[tuple[str, str]]) -> None:
+        """What the objects written since the last record change of the runs, owners, counts and sums."""
+        trace = self.trace
         pods: set[str] = set()
         owners: set[str] = set()  # "Job key" / "PodGroup key" whose start or end may have come
         nodes = False
@@ -503,7 +518,7 @@ class _Recorder:
                         requeued.append(key)  # a running pod's queue changed
             elif kind == "Node":
                 nodes = True
-        position = cluster.position
+        position = self.cluster.position
         present = sorted([(position("Pod", k), k) for k in pods if k in state.pods])  # (one position per key)
         # pods gone, or replaced by another pod under the same key: their open runs end
         for key in pods:
@@ -579,11 +594,6 @@ class _Recorder:
         # ends has its PodGroup deleted as its pods stop, and the pods written here have their queue read afresh.
         requeue = any(key in self.groups for key in requeued)
         self._track(t, state, owners)
-        if result.reservations or result.backfilled:
-            ident = _ident_of_podgroup(state)
-            for key, plan in result.reservations.items():
-                trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
-            trace.backfilled.update(ident(key) for key in result.backfilled)
         if requeue:  # a PodGroup of running pods changed its queue, appeared or went: its pods' queue again (the
             # other running pods' PodGroups kept their queue since the last sum: see group_queue)
             placed, running = self.placed, self.running
@@ -607,10 +617,6 @@ class _Recorder:
                     group_queue[key] = _podgroup_queue(state, key)
         if nodes:
             self.total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
-        if self.deserved[0] is not result.queue_shares:
-            self.deserved = (result.queue_shares, {q: v.get("deserved", {}).get(GPU, 0) / 1000
-                                                   for q, v in result.queue_shares.items()})
-        trace.samples.append(Sample(t, self.by_queue, self.total, self.deserved[1]))
 
     def _stop(self, key: str) -> None:
         old = self.running.pop(key, None)
