@@ -49,8 +49,6 @@ SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf"
 SAFE_ACTIONS = frozenset({"enqueue", "allocate", "backfill", "preempt", "reclaim"})
 
 _SESSION_FIELDS = frozenset({"phase", "reason", "reason_code", "enqueued_this_session", "conditions"})
-# A kept job's per-session fields as a session finds them (but the phase, its PodGroup's, and the fit errors).
-_SESSION_DEFAULTS = {"reason": None, "reason_code": None, "enqueued_this_session": False, "conditions": None}
 # What a job takes from its PodGroup besides the phase (a change there makes the job and its tasks again).
 _STATIC_JOB_FIELDS = ("uid", "name", "namespace", "queue", "priority", "min_available", "task_min_available",
                       "min_resources", "creation", "owner_job", "preemptable")
@@ -83,10 +81,13 @@ class KeptJob(JobInfo):
         object.__setattr__(self, "_fit_errors", value)
 
     def _reset(self) -> None:
-        d = self.__dict__  # (plain attributes: written in place, as object.__setattr__ writes them)
-        d.update(_SESSION_DEFAULTS)
-        d["phase"] = self._base_phase
-        d["_fit_errors"] = {}
+        set_ = object.__setattr__
+        set_(self, "phase", self._base_phase)
+        set_(self, "reason", None)
+        set_(self, "reason_code", None)
+        set_(self, "enqueued_this_session", False)
+        set_(self, "conditions", None)
+        set_(self, "_fit_errors", {})
 
 
 def cache_supported(cluster: Any, config: Any) -> bool:
