@@ -196,11 +196,15 @@ class Simulation:
         try:
             return self._run(progress)
         finally:
-            if collect:
-                gc.enable()
             if freeze:
                 gc.callbacks.remove(self._after_collection)
+                # What the run made since its last pass is handed back with the rest, as survivors of a pass
+                # (the oldest generation), rather than left young: the collector's first automatic pass would
+                # otherwise walk all of it at once, every object the run keeps, to find next to nothing.
+                gc.freeze()
                 gc.unfreeze()
+            if collect:
+                gc.enable()
 
     def _after_collection(self, phase: str, info: dict) -> None:
         if phase == "stop" and info["generation"] == 2:
@@ -478,6 +482,21 @@ class _Recorder:
             changes += [("PodGroup", k) for k in list(self.podgroups) + list(state.podgroups)]
             changes.append(("Node", ""))
         trace.evicted_pods.update(result.evicted_uids)
+        if changes:  # (nothing written since the last record: the runs, counts and sums are as they were)
+            self._take(t, state, changes)
+        if result.reservations or result.backfilled:
+            ident = _ident_of_podgroup(state)
+            for key, plan in result.reservations.items():
+                trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
+            trace.backfilled.update(ident(key) for key in result.backfilled)
+        if self.deserved[0] is not result.queue_shares:
+            self.deserved = (result.queue_shares, {q: v.get("deserved", {}).get(GPU, 0) / 1000
+                                                   for q, v in result.queue_shares.items()})
+        trace.samples.append(Sample(t, self.by_queue, self.total, self.deserved[1]))
+
+    def _take(self, t: float, state, changes: list[tuple[str, str]]) -> None:
+        """What the objects written since the last record change of the runs, owners, counts and sums."""
+        trace = self.trace
         pods: set[str] = set()
         owners: set[str] = set()  # "Job key" / "PodGroup key" whose start or end may have come
         nodes = False
@@ -499,8 +518,8 @@ class _Recorder:
                         requeued.append(key)  # a running pod's queue changed
             elif kind == "Node":
                 nodes = True
-        position = cluster.position
-        present = sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k))
+        position = self.cluster.position
+        present = sorted([(position("Pod", k), k) for k in pods if k in state.pods])  # (one position per key)
         # pods gone, or replaced by another pod under the same key: their open runs end
         for key in pods:
             uid = self.uid_of.get(key)
@@ -515,9 +534,9 @@ class _Recorder:
                     runs[-1][3] = trace.evicted_pods.get(uid, "deleted")
         running_changed = False
         joined: set[str] = set()  # PodGroups that gained running pods
-        for key in present:
-            pod = state.pods[key]
-            uid = pod.metadata.uid or pod.key
+        for pos, key in present:
+            pod = state.pods[key]  # (stored under its own key: `key` is `pod.key`)
+            uid = pod.metadata.uid or key
             if key not in self.uid_of:
                 self.uid_of[key] = uid
                 names = self._names_of[key] = self._names(pod)
@@ -525,13 +544,13 @@ class _Recorder:
                     self.refs.setdefault(ident, set()).add(key)
             owner = _owner(pod, state)
             if owner:
-                trace.job_of_pod[pod.key] = owner
+                trace.job_of_pod[key] = owner
             runs = trace.pod_runs.setdefault(uid, [])
             phase = pod.status.phase
             is_running = bool(pod.spec.node_name and phase == "Running")
             if is_running:
                 if not runs or runs[-1][1] is not None:
-                    runs.append([t, None, pod.spec.node_name, "running", pod.key])
+                    runs.append([t, None, pod.spec.node_name, "running", key])
                 old = self.running.get(key)
                 if old is None or old[0] is not pod:
                     self._stop(key)
@@ -542,7 +561,7 @@ class _Recorder:
                         joined.add(group)
                     running_changed = True
                 # its queue, as the sum below reads it (again: a written pod may name another group or queue)
-                self._place(key, position("Pod", key), _queue_of(pod, state))
+                self._place(key, pos, _queue_of(pod, state))
             else:
                 if runs and runs[-1][1] is None:
                     runs[-1][1] = t
@@ -551,7 +570,7 @@ class _Recorder:
                     self._stop(key)
                     running_changed = True
             # the owner this pod counts for while running
-            counts_for = trace.job_of_pod.get(pod.key) if is_running else None
+            counts_for = trace.job_of_pod.get(key) if is_running else None
             before = self.counted.get(key)
             if counts_for != before:
                 if before is not None:
@@ -575,11 +594,6 @@ class _Recorder:
         # ends has its PodGroup deleted as its pods stop, and the pods written here have their queue read afresh.
         requeue = any(key in self.groups for key in requeued)
         self._track(t, state, owners)
-        if result.reservations or result.backfilled:
-            ident = _ident_of_podgroup(state)
-            for key, plan in result.reservations.items():
-                trace.reservations.setdefault(ident(key), []).append((t, plan.get("start")))
-            trace.backfilled.update(ident(key) for key in result.backfilled)
         if requeue:  # a PodGroup of running pods changed its queue, appeared or went: its pods' queue again (the
             # other running pods' PodGroups kept their queue since the last sum: see group_queue)
             placed, running = self.placed, self.running
@@ -603,10 +617,6 @@ class _Recorder:
                     group_queue[key] = _podgroup_queue(state, key)
         if nodes:
             self.total = sum(n.allocatable()[GPU] for n in state.nodes.values()) / 1000
-        if self.deserved[0] is not result.queue_shares:
-            self.deserved = (result.queue_shares, {q: v.get("deserved", {}).get(GPU, 0) / 1000
-                                                   for q, v in result.queue_shares.items()})
-        trace.samples.append(Sample(t, self.by_queue, self.total, self.deserved[1]))
 
     def _stop(self, key: str) -> None:
         old = self.running.pop(key, None)
@@ -637,8 +647,11 @@ class _Recorder:
     def _track(self, t: float, state, owners: set[str]) -> None:
         """`Simulation._track_jobs` for the jobs whose running pods, Job or PodGroup changed."""
         position = self.cluster.position
+        started, ended = self.trace.job_start, self.trace.job_end
         keyed = []
         for ident in owners:
+            if ident in ended and ident in started:
+                continue  # both times recorded: `_track` would do nothing more
             kind, key = ident.split(" ", 1)
             if kind == "Job" and key in state.jobs:
                 keyed.append((0, position("Job", key), ident, key))

@@ -142,6 +142,7 @@ class SnapshotCache:
         # made at the session's open from the Queues written.
         self.records_version = 0
         self.facts_kept = 0  # pods written in place whose request and shape were kept (fast path pod_facts_kept)
+        self._phase_kept: set[str] = set()  # uids of the jobs the last ingest kept whole, their phase too
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
@@ -169,13 +170,15 @@ class SnapshotCache:
         changes = cluster.changes_since(self.version) if self.snap is not None else None
         done = False
         changed_jobs: set[str] = set()
+        pod_jobs: set[str] = set()  # the jobs of the changed pods, before and after
+        self._phase_kept = set()
         if changes is None:
             self._queues = None
         elif self._queues is not None:
             # A written Queue's record is made again (fast path queues_kept; close writes queue statuses).
             self._stale_queues.update(key for kind, key in changes if kind == "Queue")
         if changes is not None:
-            changed_jobs = self._job_uids(changes)
+            changed_jobs = self._job_uids(changes, pod_jobs)
             try:
                 done = self._apply(state, changes)
             except _Rebuild:
@@ -183,9 +186,9 @@ class SnapshotCache:
         if not done:
             self._full(state)
         else:
-            changed_jobs |= self._job_uids(changes)
+            changed_jobs |= self._job_uids(changes, pod_jobs)
         self.version = cluster.version
-        self._update_index(changed_jobs if done else None)
+        self._update_index(changed_jobs if done else None, self._phase_kept - pod_jobs)
 
     def opened(self, session: Any) -> None:
         self._last = session
@@ -206,8 +209,9 @@ class SnapshotCache:
         self.touched.clear()
 
     # ------------------------------------------------------------------ the job index (jobindex.py)
-    def _job_uids(self, changes: list[tuple[str, str]]) -> set[str]:
-        """The uids of the jobs the changed pods and PodGroups belong to (asked before and after applying)."""
+    def _job_uids(self, changes: list[tuple[str, str]], pod_jobs: set[str]) -> set[str]:
+        """The uids of the jobs the changed pods and PodGroups belong to (asked before and after applying); those
+        of the pods' jobs are added to `pod_jobs` too."""
         out: set[str] = set()
         for kind, key in changes:
             if kind == "Pod":
@@ -216,6 +220,7 @@ class SnapshotCache:
                     for job in (r.job, r.bare):
                         if job is not None:
                             out.add(job.uid)
+                            pod_jobs.add(job.uid)
             elif kind == "PodGroup":
                 g = self.groups.get(key)
                 if g is not None and g.job is not None:
@@ -226,8 +231,9 @@ class SnapshotCache:
         """The job's place in the snapshot's job order: PodGroup jobs, then bare pods' jobs, each by position."""
         return (1 if self.bare_jobs.get(job.uid) is job else 0, self.pos_of[id(job)])
 
-    def _update_index(self, changed: set[str] | None) -> None:
-        """Take the changed jobs (None: all of them) into the job index."""
+    def _update_index(self, changed: set[str] | None, same_figures: set[str] = frozenset()) -> None:
+        """Take the changed jobs (None: all of them) into the job index; `same_figures`: those that are the records
+        they were, with the same tasks and phase (`JobIndex.update`)."""
         index = self.index
         if index is None or self.snap is None:
             return
@@ -236,7 +242,7 @@ class SnapshotCache:
         if changed is None or not index.built or index.total != total:
             index.rebuild(jobs, total, self._job_order)
         elif changed:
-            index.update(changed, jobs, self._job_order)
+            index.update(changed, jobs, self._job_order, same_figures)
 
     def _view(self, state: ClusterState) -> Snapshot:
         base = self.snap
@@ -368,6 +374,8 @@ class SnapshotCache:
         # a status-only write alters a record only when it moves the job's phase
         moved = {key: self._status_only(state, key) for key in groups}
         groups = {key for key, m in moved.items() if m is None}
+        # jobs kept whole with their phase: the same figures unless a pod of theirs was written too
+        self._phase_kept = {self.groups[key].job.uid for key, m in moved.items() if m is False}
         altered = bool(groups) or any(moved.values())
         for key in groups:
             pods.update(self.group_pods.get(key, ()))
@@ -379,10 +387,12 @@ class SnapshotCache:
         for key in groups:
             self._drop_group(key)
         position = self._cluster.position
-        for key in sorted((k for k in groups if k in state.podgroups), key=lambda k: position("PodGroup", k)):
-            self._add_group(state.podgroups[key])
-        for key in sorted((k for k in pods if k in state.pods), key=lambda k: position("Pod", k)):
-            altered |= self._add_pod(state.pods[key], dropped.get(key))
+        podgroups, pods_now = state.podgroups, state.pods
+        # (positions, one per key of a kind, order the keys)
+        for pos, key in sorted([(position("PodGroup", k), k) for k in groups if k in podgroups]):
+            self._add_group(podgroups[key], pos)
+        for pos, key in sorted([(position("Pod", k), k) for k in pods if k in pods_now]):
+            altered |= self._add_pod(pods_now[key], key, pos, dropped.get(key))
         if altered:
             self.records_version += 1
         self.incremental_builds += 1
@@ -420,19 +430,20 @@ class SnapshotCache:
             del self.pg_jobs[g.job.uid]
             self.pos_of.pop(id(g.job), None)
 
-    def _add_group(self, pg: PodGroup) -> None:
-        pos = self._cluster.position("PodGroup", pg.key)
+    def _add_group(self, pg: PodGroup, pos: int) -> None:
+        """A PodGroup stored under its key at `pos` (its position)."""
+        key = pg.key
         queue = pg.spec.queue or "default"
         if queue not in self.queue_names:
-            self.groups[pg.key] = _Group(pos, None)
-            self.skipped_groups[pg.key] = (pos, snap_mod.podgroup_skipped(pg))
+            self.groups[key] = _Group(pos, None)
+            self.skipped_groups[key] = (pos, snap_mod.podgroup_skipped(pg))
             return
         pcs, default, _ = self.prios
         job = snap_mod._job_from_podgroup(pg, queue, pcs, default, KeptJob)
         if job.uid in self.pg_jobs or job.uid in self.bare_jobs:
             raise _Rebuild
         self._keep(job)
-        self.groups[pg.key] = _Group(pos, job, snap_mod.podgroup_inputs(pg))
+        self.groups[key] = _Group(pos, job, snap_mod.podgroup_inputs(pg))
         self.pos_of[id(job)] = pos
         _insert(self.pg_jobs, job.uid, job, pos, self.pos_of)
 
@@ -469,11 +480,10 @@ class SnapshotCache:
                     raise _Rebuild  # the table would lose that column
         return reflected
 
-    def _add_pod(self, p: Pod, old: _Pod | None = None) -> bool:
-        """One pod, as `snapshot._build`'s loop places it; False when no record reflects it. `old`: the pod's
-        record before it was written, whose request and task shape are kept when it is the same object."""
-        key = p.key
-        pos = self._cluster.position("Pod", key)
+    def _add_pod(self, p: Pod, key: str, pos: int, old: _Pod | None = None) -> bool:
+        """One pod, stored under `key` at `pos` (its position), as `snapshot._build`'s loop places it; False when
+        no record reflects it. `old`: the pod's record before it was written, whose request and task shape are kept
+        when it is the same object."""
         table = self.snap.table
         if old is not None and old.pod is p:  # written in place: its status, node name, annotations
             req, kept = old.req, old.task

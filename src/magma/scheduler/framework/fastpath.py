@@ -221,6 +221,15 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   place and resources has its old figures taken out and its new ones put in only where they differ
   (`JobIndex._move`): integer sums, so q - r + r is q; taking out and putting in is still done where it would
   reorder a sum's resources or the resource counts, so every list and dict is left as the long way leaves it.
+- `index_status_writes_kept` (job index): a job whose PodGroup's status was written, the job kept whole with its
+  phase (`SnapshotCache._status_only`) and none of its pods written, keeps its figures in the index (sums, drf
+  share, resources); only whether it is quiet is asked again. The figures are computed from the job's tasks and
+  their statuses, its phase, its fixed fields and the cluster total, none of which such a write changes (a
+  changed total rebuilds the index); quiet also reads the PodGroup's status.
+- `index_visits_kept` (job index): the jobs a session's steps visit (`JobIndex.visit`) are found again only when
+  the session touched more tasks or jobs since the last visit, or the index's active jobs changed: the session's
+  touched tasks and jobs only grow while it runs (they are put back between sessions, each with its own dict of
+  touched tasks), and the jobs visited are the active ones and those touched, in the snapshot's job order.
 - `queue_sync_recounted` (controller, with event_driven_controller): after such a quiet sync, when only PodGroup
   counts moved since (no Command, no Queue read differently), the queue controller visits only the queues whose
   counts moved, in the same name order, and every queue after the first that acts. Any other queue reads what it
@@ -363,6 +372,8 @@ queue_bound_kept = True
 fit_summaries_kept = True
 pod_facts_kept = True
 index_moves_in_place = True
+index_status_writes_kept = True
+index_visits_kept = True
 queue_sync_recounted = True
 light_podgroup_syncs = True
 settled_pass_skipped = True
@@ -386,6 +397,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "job_defaults_check", "queue_counts_settle", "preempt_vote_bound", "preempt_job_quota",
           "preempt_lazy_setup", "queue_status_memo", "water_fill_lean", "proportion_skeleton", "preempt_figures_memo",
           "preempt_fit_once", "preempt_gang_bound", "allocate_quota_bound", "pod_facts_kept", "index_moves_in_place",
+          "index_status_writes_kept", "index_visits_kept",
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",

@@ -72,11 +72,20 @@ class JobIndex:
         self.shares: dict[str, float] = {}  # drf's per-job share, every job
         self.phases: dict[str, str] = {}  # job key -> close phase, quiet jobs only
         self._active_order: list[str] | None = None  # `active` in job order, made on first use
-        self._totals: dict[int, tuple[tuple[Resources, ...], Resources]] = {}  # total_sum's last, by figure
+        # total_sum's last, by figure: (queues_written then, the queues' vectors, their sum)
+        self._totals: dict[int, tuple[int, tuple[Resources, ...], Resources]] = {}
+        self.queues_written = 0  # writes to queue_sums or queue_uids since the index was built (_add, _remove, _move)
+        self._names: tuple[int, list[str]] | None = None  # queue_names' last: (queues_written then, the names)
+        self.figures_kept = 0  # jobs updated with their figures kept (fastpath.index_status_writes_kept)
+        # visit's last answer: (the session's touched tasks, how many, how many jobs touched, the active order, jobs)
+        self._visited: tuple | None = None
+        self.visits_kept = 0  # visits answered so (fastpath.index_visits_kept)
 
     # ------------------------------------------------------------------ upkeep (the cache calls these)
     def rebuild(self, jobs: dict[str, JobInfo], total: Resources, order: Callable[[JobInfo], tuple[int, int]]) -> None:
+        counts = self.figures_kept, self.visits_kept
         self.__init__(self.figures, self.quiet, self.touched)
+        self.figures_kept, self.visits_kept = counts  # (counts over the index's life)
         self.built = True
         self.total = total
         for uid, job in jobs.items():
@@ -91,13 +100,18 @@ class JobIndex:
             uids.sort()
         self.queue_uids = by_queue
 
-    def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]]) -> None:
-        """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in."""
+    def update(self, uids: set[str], jobs: dict[str, JobInfo], order: Callable[[JobInfo], tuple[int, int]],
+               same_figures: set[str] | frozenset[str] = frozenset()) -> None:
+        """Jobs `uids` changed (or appeared, or went): take their old figures out and their new ones in.
+        `same_figures`: those of them that are the records they were, with the same tasks and phase, their
+        PodGroup's status written (fastpath.index_status_writes_kept): their figures are what they were, and
+        only whether they are quiet is asked again."""
         if len(uids) > 256 and len(uids) * 4 > len(self.records):  # most jobs changed (every PodGroup's status
             # written, say): summing afresh is quicker than taking each job out and in
             self.rebuild(jobs, self.total, order)
             return
         records = self.records
+        keep = same_figures if fastpath.index_status_writes_kept else ()
         for uid in uids:
             job = jobs.get(uid)
             old = records.get(uid)
@@ -106,7 +120,11 @@ class JobIndex:
                     self._remove(uid)
                 continue
             place = order(job)
-            rec = self._record(job, place)
+            if old is not None and uid in keep:
+                self.figures_kept += 1
+                rec = JobRecord(job.queue, job.key, place, old.sums, old.share, old.dims, self.quiet(job))
+            else:
+                rec = self._record(job, place)
             if old is not None:
                 if rec.same(old):
                     continue  # what it counts is what it counted (a PodGroup status written back, say)
@@ -128,6 +146,7 @@ class JobIndex:
         del self.records[uid]
         self.records[uid] = rec
         q = self.queue_sums[rec.queue]
+        self.queues_written += 1
         for i, (a, b) in enumerate(zip(old.sums, rec.sums)):
             if a == b and not _drops(q[i], a):
                 continue
@@ -165,6 +184,7 @@ class JobIndex:
         self.records[uid] = rec
         sums, share, dims = rec.sums, rec.share, rec.dims
         if not bulk:
+            self.queues_written += 1
             q = self.queue_sums.get(rec.queue)
             if q is None:
                 self.queue_sums[rec.queue] = list(sums)
@@ -186,6 +206,7 @@ class JobIndex:
         rec = self.records.pop(uid)
         uids = self.queue_uids[rec.queue]
         del uids[bisect.bisect_left(uids, uid)]
+        self.queues_written += 1
         if not uids:
             del self.queue_uids[rec.queue], self.queue_sums[rec.queue]
         else:
@@ -221,7 +242,10 @@ class JobIndex:
 
     def queue_names(self) -> list[str]:
         """Queues holding jobs, in the order of their first job by uid (as the actions meet them)."""
-        return sorted(self.queue_uids, key=lambda q: self.queue_uids[q][0])
+        got = self._names
+        if got is None or got[0] != self.queues_written:
+            got = self._names = (self.queues_written, sorted(self.queue_uids, key=lambda q: self.queue_uids[q][0]))
+        return list(got[1])
 
     def queue_sum(self, queue: str, name: str) -> Resources:
         q = self.queue_sums.get(queue)
@@ -230,12 +254,15 @@ class JobIndex:
     def total_sum(self, name: str) -> Resources:
         """The sum of figure `name` over the queues; again the same vector while those are the same vectors."""
         i = SUMS.index(name)
-        parts = tuple(q[i] for q in self.queue_sums.values())
         got = self._totals.get(i)
-        if got is not None and len(got[0]) == len(parts) and all(a is b for a, b in zip(got[0], parts)):
-            return got[1]  # (vectors never change: the same ones in the same order have the same sum)
+        if got is not None and got[0] == self.queues_written:
+            return got[2]  # no queue's sums written since: the same vectors
+        parts = tuple(q[i] for q in self.queue_sums.values())
+        if got is not None and len(got[1]) == len(parts) and all(a is b for a, b in zip(got[1], parts)):
+            self._totals[i] = (self.queues_written, parts, got[2])
+            return got[2]  # (vectors never change: the same ones in the same order have the same sum)
         total = Resources.sum(parts)
-        self._totals[i] = (parts, total)
+        self._totals[i] = (self.queues_written, parts, total)
         return total
 
     def job_dims(self) -> set[str]:
@@ -246,13 +273,22 @@ class JobIndex:
         jobs, records, active = ssn.jobs, self.records, self.active
         if self._active_order is None:
             self._active_order = sorted(active, key=lambda u: records[u].order)
+        # The session's touched tasks and jobs only grow while it runs (they are put back between sessions): with
+        # as many as at the last visit of the same session, over the same active jobs, the answer is the last one.
+        tasks, last = ssn.touched_tasks, self._visited
+        if (last is not None and tasks is not None and last[0] is tasks and last[1] == len(tasks)
+                and last[2] == len(self.touched) and last[3] is self._active_order and fastpath.index_visits_kept):
+            self.visits_kept += 1
+            return list(last[4])
         out = [jobs[u] for u in self._active_order]
-        extra = {t.job for t in ssn.touched_tasks or () if t.job not in active}
+        extra = {t.job for t in tasks or () if t.job not in active}
         extra.update(j.uid for j in self.touched if j.uid not in active)
         if extra:
             out += [jobs[u] for u in extra if u in records and u in jobs]
             out.sort(key=lambda j: records[j.uid].order)
-        return out
+        if tasks is not None:
+            self._visited = (tasks, len(tasks), len(self.touched), self._active_order, out)
+        return list(out)
 
     def queue_allocations(self, ssn: Any) -> dict[str, Resources]:
         """`Session.queue_allocations` now: the sums at open, with the jobs whose tasks the session changed
