@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import random
 import tempfile
 from pathlib import Path
@@ -399,3 +400,22 @@ def test_node_fit_summaries_are_kept_across_sessions_by_what_they_read(monkeypat
 
     _kept_across_sessions(monkeypatch, tmp_path, "fit_summaries_kept", "node_fit_summary", "_node_fit_summary",
                           reasons._FIT_SUMMARIES)
+
+
+def test_the_kubelets_earliest_end_off_its_heap_is_the_scans():
+    """With its tracker (incremental_recorder) the kubelet reads the earliest end of the started units' work off its
+    heap of ends when the top is current (`_Running.earliest_end`) instead of looking at every started unit: the
+    same time the look gives."""
+    sim = Simulation(scenario(3, 4, 4, 8), period=1.0, until=900)
+    read: list[float] = []
+
+    def check(t: float, _horizon: float) -> None:
+        tracker = sim.kubelet._running
+        started, durations = sim.kubelet.work.started, sim.kubelet.durations
+        end = tracker.earliest_end(t)
+        if end is not None:
+            read.append(end)
+            assert end == min((s + durations[u] for u, s in started.items() if s + durations[u] > t), default=math.inf)
+
+    sim.run(check)
+    assert any(end != math.inf for end in read)

@@ -8,7 +8,8 @@ pods succeed; for a bare Pod, from its own start. A gang that drops below minAva
 With `fastpath.incremental_recorder` the kubelet follows the cluster's change log (`_Running`) instead of scanning
 every pod at every step: which pods run, by unit of work; which have deadlines; which were written since the last
 `start_bound`. A unit is looked at when its pods or its Job/PodGroup were written, or when its work may be done
-(the earliest end among started units has come). The order of what it writes is that of the full scan.
+(the earliest end among started units has come). The order of what it writes is that of the full scan. The
+earliest end is kept in a heap, which also gives `next_completion` its answer without a look at every started unit.
 """
 
 from __future__ import annotations
@@ -156,8 +157,12 @@ class VirtualKubelet:
 
     def next_completion(self, now: float) -> float | None:
         """The earliest time at which running work finishes or a deadline fires (for skipping idle time)."""
-        times = [self.work.started[k] + self.durations[k] for k in self.work.started]
         tracker = self._tracker()
+        end = tracker.earliest_end(now) if tracker is not None else None
+        if end is None:
+            times = [self.work.started[k] + self.durations[k] for k in self.work.started]
+        else:
+            times = [end] if end != math.inf else []
         state = self.cluster.state()
         pods = [state.pods[k] for k in tracker.deadline] if tracker is not None else state.pods.values()
         for pod in pods:
@@ -191,6 +196,19 @@ class _Running:
         self.written: set[str] | None = None  # pods written since the last start_bound (None: all)
         for key in state.pods:
             self._pod(state, key)
+
+    def earliest_end(self, now: float) -> float | None:
+        """The earliest end of the started units' work when it is after `now` (inf: no unit started), from the heap
+        of ends (every started unit has its end there, `step` leaves a current one on top); None: not known so,
+        the caller looks at every started unit."""
+        started = self.kubelet.work.started
+        if not self.ends:
+            return None if started else math.inf
+        end, unit = self.ends[0]
+        s = started.get(unit)
+        if s is None or s + self.kubelet.durations[unit] != end or end <= now:
+            return None
+        return end
 
     def refresh(self) -> None:
         if self.cluster.version == self.version:

@@ -74,7 +74,8 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (delayed actions, ttl) are due, as Volcano's work queue of job keys does; the queue controller keeps its
   PodGroup counts from the same log. A cluster without a change log gets a full sync every time.
 - `incremental_recorder` (simulator): the recorder and the virtual kubelet follow the pods the change log names
-  instead of scanning every pod at every step.
+  instead of scanning every pod at every step; the kubelet's next completion takes the earliest end of the
+  started units' work off its heap of ends when the top is current (every started unit has its end there).
 - `incremental_job_stats` (info.py): a task's status change moves its job's counts per status (and the counts
   per set of statuses) by one instead of dropping them for a recount of the job's tasks at the next question
   (gang's readiness after every placement); the figures derived from them are dropped as before.
