@@ -19,7 +19,7 @@ from magma.cluster.interface import Cluster
 
 from . import actions as _actions  # noqa: F401  (registers the actions)
 from . import plugins as _plugins  # noqa: F401  (registers the plugins)
-from .framework import ACTIONS, PLUGINS, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
+from .framework import ACTIONS, PLUGINS, READY, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
 from .framework.cache import SnapshotCache, cache_supported
 from .framework.jobindex import JobIndex, session_jobs
 from .framework.kept import Memo
@@ -174,7 +174,7 @@ _FAILED = frozenset({S.FAILED})
 
 def close_session(ssn: Session, result: SessionResult) -> None:
     for job in session_jobs(ssn):
-        if not job.is_ready() or job.count(_PENDING):
+        if job.count(READY) < job.min_available or job.count(_PENDING):  # (not job.is_ready(), inline)
             reason = job_reason(ssn, job)
             if reason:
                 job.reason = reason
@@ -185,14 +185,17 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     index = getattr(ssn, "job_index", None)
     if index is not None:
         result.phases = dict(index.phases)  # quiet jobs: the phase their PodGroup already has
+    cluster, uid, reasons, phases = ssn.cluster, ssn.uid, result.reasons, result.phases
     for job in session_jobs(ssn):
+        key = job.key
         if job.reason and job.count(_WAITING):
-            result.reasons[job.key] = job.reason
-        fields = _status_fields(ssn, job)
-        result.phases[job.key] = fields[0]
+            reasons[key] = job.reason
+        fields = _fields(job, uid)  # (_status_fields)
+        phases[key] = fields[0]
         # The status object is made only when it is written (most sessions change few PodGroups).
-        if job.podgroup is not None and ssn.cluster is not None and not _status_holds(job.podgroup.status, fields):
-            ssn.cluster.update_podgroup_status(job.key, _status(fields))
+        pg = job.podgroup
+        if pg is not None and cluster is not None and not _status_holds(pg.status, fields):
+            cluster.update_podgroup_status(key, _status(fields))
     result.queue_status = queue_status(ssn)
     result.queue_shares = dict(getattr(ssn, "queue_shares", {}) or {})
     result.reservations = dict(getattr(ssn, "reservation_report", {}) or {})
@@ -299,8 +302,9 @@ def _status_written(queue: Any, status: dict) -> bool:
     if queue is None:
         return False
     have = queue.status
+    extra = have.model_extra or {}  # (the scheduler's fields are extra ones: read without the model's __getattr__)
     for k, v in status.items():  # (a plain loop: asked for every queue at every close)
-        if not getattr(have, k, None) == v:
+        if not (extra[k] if k in extra else getattr(have, k, None)) == v:
             return False
     return True
 

@@ -121,9 +121,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   they are listed, the job's need and the queue's allocated, inqueue, elastic and realCapability amounts (which
   queue refuses, and on which resources, is still found in plain ints every time). A job waiting for room is
   refused again with the same figures session after session.
-- `plugin_setup_kept` (overcommit, nodeorder): overcommit's factor and nodeorder's weights read from the plugin's
-  arguments are kept by those arguments, and the over-committed total (total x factor) by the total and the factor:
-  all are pure functions of these, and the plugins are made and opened afresh every session.
+- `plugin_setup_kept` (overcommit, nodeorder, binpack, predicates): overcommit's factor, nodeorder's and binpack's
+  weights and the predicates' switches read from the plugin's arguments are kept by those arguments, and the
+  over-committed total (total x factor) by the total and the factor: all are pure functions of these, and the
+  plugins are made and opened afresh every session (each plugin gets its own copy of a kept dict).
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).

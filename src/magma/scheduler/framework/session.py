@@ -174,6 +174,13 @@ class Session:
         # (rare) drops it all, rather than each entry its own point.
         self._enabled_cache.clear()
 
+    def add_fns(self, plugin: str, fns: dict[str, Callable]) -> None:
+        """`add_fn` for each (point, function) of `fns`, in one call (plugins register several at every open)."""
+        by_point = self._fns
+        for point, fn in fns.items():
+            by_point[point][plugin] = fn
+        self._enabled_cache.clear()
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 

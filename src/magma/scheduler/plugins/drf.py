@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from magma.api.resources import Resources
+from magma.api.resources import EMPTY, Resources
 
 from ..framework import PREEMPTABLE, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
@@ -203,8 +203,7 @@ class DrfPlugin:
         self.arguments = dict(arguments or {})
         self.allocated: dict[str, Resources] = {}
         self.shares: dict[str, float] = {}
-        self.total = Resources()
-        self.total_allocated = Resources()
+        self.total = self.total_allocated = EMPTY  # (set at open; vectors never change: the one empty one)
         self.hierarchy = False
         self._tree: HNode | None = None
 

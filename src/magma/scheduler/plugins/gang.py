@@ -265,13 +265,15 @@ class GangPlugin:
         self.arguments = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn("job_valid", NAME, validate)
-        ssn.add_fn("preemptable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
-        ssn.add_fn("reclaimable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
-        ssn.add_fn("job_order", NAME, job_order)
-        ssn.add_fn("job_ready", NAME, ready_vote)
-        ssn.add_fn("job_pipelined", NAME, pipelined_vote)
-        ssn.add_fn("job_starving", NAME, is_starving)
+        ssn.add_fns(NAME, {
+            "job_valid": validate,
+            "preemptable": lambda actor, cands: (gang_victims(ssn, cands), False),
+            "reclaimable": lambda actor, cands: (gang_victims(ssn, cands), False),
+            "job_order": job_order,
+            "job_ready": ready_vote,
+            "job_pipelined": pipelined_vote,
+            "job_starving": is_starving,
+        })
 
     def on_session_close(self, ssn: Session) -> None:
         from ..scheduler import condition_current, set_condition  # scheduler imports the plugins package
