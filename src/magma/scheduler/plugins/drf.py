@@ -38,6 +38,10 @@ WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 
 
 def hdrf_enabled(ssn: Session) -> bool:
+    return ssn.config_fact("drf.hierarchy", _hdrf_configured)
+
+
+def _hdrf_configured(ssn: Session) -> bool:
     return plugin_flag(ssn, NAME, "enableHierarchy") and not configured(ssn, "proportion")
 
 
