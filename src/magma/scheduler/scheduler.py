@@ -282,8 +282,7 @@ def condition_current(job: JobInfo, type_: str, reason: str, message: str) -> bo
 
 def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: str) -> None:
     """Record this session's condition on the job (written with the PodGroup status at close)."""
-    base = list(job.podgroup.status.conditions) if job.podgroup is not None else []
-    base = [c for c in base if c.type != type_]
+    base = [c for c in (job.podgroup.status.conditions if job.podgroup is not None else ()) if c.type != type_]
     base.append(PodGroupCondition(type=type_, status="True", reason=reason, message=message,
                                   transitionID=ssn.uid, lastTransitionTime=ssn.now))
     job.conditions = base

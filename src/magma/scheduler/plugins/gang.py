@@ -49,6 +49,7 @@ def _task_checks_apply(job: JobInfo) -> bool:
 
 
 _PIPELINED = frozenset({S.PIPELINED})
+_RELEASING = frozenset({S.RELEASING})
 _VALID = ALLOCATED | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
 
 
@@ -244,6 +245,8 @@ def _close_reason(job: JobInfo) -> str:
 def _skip_for_releasing(job: JobInfo) -> bool:
     """A job whose scheduled pods plus pods still terminating on nodes cover its gang, with nothing left to
     place, is not reported unschedulable (Volcano's shouldSkipUnschedulableForReleasing)."""
+    if not job.count(_RELEASING):  # (the counts kept: no loop over the tasks of a job with none)
+        return False
     releasing = sum(1 for t in job.tasks.values() if t.status is S.RELEASING and t.node)
     if not releasing or job.count({S.PENDING, S.PIPELINED}):
         return False
