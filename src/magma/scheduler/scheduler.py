@@ -317,15 +317,16 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     if not fastpath.queue_status_memo:
-        return _rolled_up(allocated, _descendants(ssn.queues))
-    shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
-    key = (shape, tuple(allocated.items()))
-    got = _QUEUE_STATUS.get(key)
-    if got is None:
-        below = _DESCENDANTS.get(shape)
-        if below is None:
-            below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
-        got = _QUEUE_STATUS.keep(key, _rolled_up(allocated, below))
+        got = _rolled_up(allocated, _descendants(ssn.queues))
+    else:
+        shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
+        key = (shape, tuple(allocated.items()))
+        got = _QUEUE_STATUS.get(key)
+        if got is None:
+            below = _DESCENDANTS.get(shape)
+            if below is None:
+                below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
+            got = _QUEUE_STATUS.keep(key, _rolled_up(allocated, below))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
@@ -337,7 +338,7 @@ _DESCENDANTS = Memo(64)  # _descendants by the tree's names in order and their c
 
 
 def _rolled_up(allocated: dict[str, Resources], descendants: dict[str, list[str]]) -> dict[str, dict]:
-    """Each queue's allocation plus its descendants' (`_descendants`), as quantities."""
+    """Each queue's allocation plus its descendants' (`_descendants`), as quantities (the kept ones: callers copy)."""
     out: dict[str, dict] = {}
     for name, below in descendants.items():
         parts = [allocated[name]]
@@ -347,7 +348,7 @@ def _rolled_up(allocated: dict[str, Resources], descendants: dict[str, list[str]
                 parts.append(got)
         # (the same amounts as adding them one by one; the quantities list the names sorted)
         total = parts[0] if len(parts) == 1 else Resources.sum(parts)
-        out[name] = {"allocated": dict(_quantities(total))}
+        out[name] = {"allocated": _quantities(total)}
     return out
 
 
