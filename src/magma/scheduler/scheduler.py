@@ -19,7 +19,7 @@ from magma.cluster.interface import Cluster
 
 from . import actions as _actions  # noqa: F401  (registers the actions)
 from . import plugins as _plugins  # noqa: F401  (registers the plugins)
-from .framework import ACTIONS, PLUGINS, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
+from .framework import ACTIONS, PLUGINS, READY, JobInfo, Session, Snapshot, TaskStatus, build, fastpath
 from .framework.cache import SnapshotCache, cache_supported
 from .framework.jobindex import JobIndex, session_jobs
 from .framework.kept import Memo
@@ -174,7 +174,7 @@ _FAILED = frozenset({S.FAILED})
 
 def close_session(ssn: Session, result: SessionResult) -> None:
     for job in session_jobs(ssn):
-        if not job.is_ready() or job.count(_PENDING):
+        if job.count(READY) < job.min_available or job.count(_PENDING):  # (not job.is_ready(), inline)
             reason = job_reason(ssn, job)
             if reason:
                 job.reason = reason
@@ -185,14 +185,17 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     index = getattr(ssn, "job_index", None)
     if index is not None:
         result.phases = dict(index.phases)  # quiet jobs: the phase their PodGroup already has
+    cluster, uid, reasons, phases = ssn.cluster, ssn.uid, result.reasons, result.phases
     for job in session_jobs(ssn):
+        key = job.key
         if job.reason and job.count(_WAITING):
-            result.reasons[job.key] = job.reason
-        fields = _status_fields(ssn, job)
-        result.phases[job.key] = fields[0]
+            reasons[key] = job.reason
+        fields = _fields(job, uid)  # (_status_fields)
+        phases[key] = fields[0]
         # The status object is made only when it is written (most sessions change few PodGroups).
-        if job.podgroup is not None and ssn.cluster is not None and not _status_holds(job.podgroup.status, fields):
-            ssn.cluster.update_podgroup_status(job.key, _status(fields))
+        pg = job.podgroup
+        if pg is not None and cluster is not None and not _status_holds(pg.status, fields):
+            cluster.update_podgroup_status(key, _status(fields))
     result.queue_status = queue_status(ssn)
     result.queue_shares = dict(getattr(ssn, "queue_shares", {}) or {})
     result.reservations = dict(getattr(ssn, "reservation_report", {}) or {})
@@ -279,8 +282,7 @@ def condition_current(job: JobInfo, type_: str, reason: str, message: str) -> bo
 
 def set_condition(ssn: Session, job: JobInfo, type_: str, reason: str, message: str) -> None:
     """Record this session's condition on the job (written with the PodGroup status at close)."""
-    base = list(job.podgroup.status.conditions) if job.podgroup is not None else []
-    base = [c for c in base if c.type != type_]
+    base = [c for c in (job.podgroup.status.conditions if job.podgroup is not None else ()) if c.type != type_]
     base.append(PodGroupCondition(type=type_, status="True", reason=reason, message=message,
                                   transitionID=ssn.uid, lastTransitionTime=ssn.now))
     job.conditions = base
@@ -299,8 +301,9 @@ def _status_written(queue: Any, status: dict) -> bool:
     if queue is None:
         return False
     have = queue.status
+    extra = have.model_extra or {}  # (the scheduler's fields are extra ones: read without the model's __getattr__)
     for k, v in status.items():  # (a plain loop: asked for every queue at every close)
-        if not getattr(have, k, None) == v:
+        if not (extra[k] if k in extra else getattr(have, k, None)) == v:
             return False
     return True
 
@@ -314,15 +317,16 @@ def queue_status(ssn: Session) -> dict[str, dict]:
     index = getattr(ssn, "job_index", None)
     allocated = index.queue_allocations(ssn) if index is not None else ssn.queue_allocations()
     if not fastpath.queue_status_memo:
-        return _rolled_up(allocated, _descendants(ssn.queues))
-    shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
-    key = (shape, tuple(allocated.items()))
-    got = _QUEUE_STATUS.get(key)
-    if got is None:
-        below = _DESCENDANTS.get(shape)
-        if below is None:
-            below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
-        got = _QUEUE_STATUS.keep(key, _rolled_up(allocated, below))
+        got = _rolled_up(allocated, _descendants(ssn.queues))
+    else:
+        shape = tuple((name, tuple(q.children)) for name, q in ssn.queues.items())
+        key = (shape, tuple(allocated.items()))
+        got = _QUEUE_STATUS.get(key)
+        if got is None:
+            below = _DESCENDANTS.get(shape)
+            if below is None:
+                below = _DESCENDANTS.keep(shape, _descendants(ssn.queues))
+            got = _QUEUE_STATUS.keep(key, _rolled_up(allocated, below))
     # Fresh dicts each time: the cluster keeps the ones it is given as the Queues' status.
     return {name: {"allocated": dict(st["allocated"])} for name, st in got.items()}
 
@@ -334,7 +338,7 @@ _DESCENDANTS = Memo(64)  # _descendants by the tree's names in order and their c
 
 
 def _rolled_up(allocated: dict[str, Resources], descendants: dict[str, list[str]]) -> dict[str, dict]:
-    """Each queue's allocation plus its descendants' (`_descendants`), as quantities."""
+    """Each queue's allocation plus its descendants' (`_descendants`), as quantities (the kept ones: callers copy)."""
     out: dict[str, dict] = {}
     for name, below in descendants.items():
         parts = [allocated[name]]
@@ -344,7 +348,7 @@ def _rolled_up(allocated: dict[str, Resources], descendants: dict[str, list[str]
                 parts.append(got)
         # (the same amounts as adding them one by one; the quantities list the names sorted)
         total = parts[0] if len(parts) == 1 else Resources.sum(parts)
-        out[name] = {"allocated": dict(_quantities(total))}
+        out[name] = {"allocated": _quantities(total)}
     return out
 
 

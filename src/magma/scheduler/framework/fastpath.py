@@ -122,9 +122,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   they are listed, the job's need and the queue's allocated, inqueue, elastic and realCapability amounts (which
   queue refuses, and on which resources, is still found in plain ints every time). A job waiting for room is
   refused again with the same figures session after session.
-- `plugin_setup_kept` (overcommit, nodeorder): overcommit's factor and nodeorder's weights read from the plugin's
-  arguments are kept by those arguments, and the over-committed total (total x factor) by the total and the factor:
-  all are pure functions of these, and the plugins are made and opened afresh every session.
+- `plugin_setup_kept` (overcommit, nodeorder, binpack, predicates): overcommit's factor, nodeorder's and binpack's
+  weights and the predicates' switches read from the plugin's arguments are kept by those arguments, and the
+  over-committed total (total x factor) by the total and the factor: all are pure functions of these, and the
+  plugins are made and opened afresh every session (each plugin gets its own copy of a kept dict).
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).
@@ -315,7 +316,12 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `plugin_flags_kept` (session): which plugins of each tier a plugin flag enables (enablePreemptable, ...) is found
   once per scheduler configuration and shared by its sessions, instead of once per session: it reads the
   configuration's plugin options alone (their names and flags), which are never changed once loaded; each session
-  still keeps only the plugins that registered a function for the extension point.
+  still keeps only the plugins that registered a function for the extension point. So are the facts plugins read
+  from those options alone (`Session.config_fact`: drf's hierarchy switch).
+- `queue_tree_kept` (QueueTree.of, at every proportion, capacity or fairshare open): the last tree is given again for
+  the same queue names and the same queue records in the same order, without reading each record's parent: a
+  record is never changed once made (the snapshot makes a new one for a Queue written since), and a tree reads
+  only the names and parents.
 """
 
 from __future__ import annotations
@@ -387,6 +393,7 @@ proportion_attrs_lent = True
 queue_status_writes_kept = True
 plugin_flags_kept = True
 ttl_syncs_light = True
+queue_tree_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -402,7 +409,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
-          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light")
+          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light", "queue_tree_kept")
 
 
 @contextmanager

@@ -159,14 +159,19 @@ class JobInfo:
         """A figure derived from the job's tasks' statuses (and its fixed fields), computed once until a task
         changes status. `key` must name everything else the figure depends on (the job's phase, say); the value
         must not be changed by callers."""
-        memo = self.stats().memo
+        st = self._stats  # (self.stats(), inline: asked hundreds of thousands of times in a run)
+        if st is None or st.n != len(self.tasks):
+            st = self._stats = _JobStats(self)
+        memo = st.memo
         value = memo.get(key, _MISSING)
         if value is _MISSING:  # (often, in allocate: every placement renews the memo)
             value = memo[key] = compute(self)
         return value
 
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        st = self.stats()
+        st = self._stats  # (self.stats(), inline)
+        if st is None or st.n != len(self.tasks):
+            st = self._stats = _JobStats(self)
         if isinstance(statuses, frozenset):
             n = st.sums.get(statuses)
             if n is None:

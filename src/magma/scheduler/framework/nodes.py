@@ -101,7 +101,8 @@ class NodeTable:
 
     def resources(self, row: np.ndarray) -> Resources:
         """A row back into a Resources vector (pods column dropped)."""
-        return Resources({d: int(row[i]) for i, d in enumerate(self.dims) if d != PODS and row[i]})
+        # (the row as Python ints at once: the same amounts as indexing it element by element)
+        return Resources({d: v for d, v in zip(self.dims, row.tolist()) if d != PODS and v})
 
     # Volcano's NodeInfo.AddTask / RemoveTask, for one node row.
     def add_task(self, i: int, task: TaskInfo) -> None:

@@ -92,6 +92,8 @@ def read_only(r: PredicateResult, freeze: bool = False) -> bool:
     return all(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays)
 
 
+_MISSING = object()
+
 # Combined predicate results by the plugins' own (fastpath.predicate_sums_kept): a plugin returning the same read-only
 # result again (predicates keeps its verdicts over all rows) gives the same combination.
 _COMBINED = Memo(1024)
@@ -143,9 +145,9 @@ class Session:
         # Per extension point, the enabled (plugin, function) lists per tier: asked millions of times in a big
         # session, built once after the plugins registered (add_fn drops the point's entry).
         self._enabled_cache: dict[str, list[list[tuple[str, Callable]]]] = {}
-        # Per plugin flag, per tier the names of the plugins it enables (None: all of them); the scheduler gives the
-        # sessions of one configuration the same dict (fastpath.plugin_flags_kept).
-        self.flag_names: dict[str | None, list[list[str]]] = {}
+        # Per plugin flag, per tier the names of the plugins it enables (None: all of them), and the facts of
+        # `config_fact`; the scheduler gives the sessions of one configuration the same dict (fastpath.plugin_flags_kept).
+        self.flag_names: dict[Any, Any] = {}
         self.placement_events = 0  # allocate and deallocate events so far (queue_order_cmp_memo)
 
     def release(self) -> None:
@@ -174,6 +176,13 @@ class Session:
         # (rare) drops it all, rather than each entry its own point.
         self._enabled_cache.clear()
 
+    def add_fns(self, plugin: str, fns: dict[str, Callable]) -> None:
+        """`add_fn` for each (point, function) of `fns`, in one call (plugins register several at every open)."""
+        by_point = self._fns
+        for point, fn in fns.items():
+            by_point[point][plugin] = fn
+        self._enabled_cache.clear()
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
@@ -188,6 +197,15 @@ class Session:
                 names = self.flag_names[flag] = [
                     [opt.name for opt in tier if flag is None or opt.enabled(flag)] for tier in self.tiers]
             got = self._enabled_cache[point] = [[(name, fns[name]) for name in tier if name in fns] for tier in names]
+        return got
+
+    def config_fact(self, name: str, read: Callable[["Session"], Any]) -> Any:
+        """`read(self)` for a fact read from the plugin options of the tiers alone (names, flags, arguments), kept
+        with `flag_names`: once per scheduler configuration with fastpath.plugin_flags_kept."""
+        key = ("fact", name)  # (flags are strings or None)
+        got = self.flag_names.get(key, _MISSING)
+        if got is _MISSING:
+            got = self.flag_names[key] = read(self)
         return got
 
     def _enabled_fns(self, point: str) -> list[Callable]:

@@ -385,7 +385,7 @@ class NodeIndex:
         self.unschedulable = st.unschedulable
         self._terms: dict[Hashable, PodTerms] = {}
         # Requests on each node as kube-scheduler's NodeInfo holds them (see module doc).
-        self.requested = (self.table.used + self.table.pipelined).copy()
+        self.requested = self.table.used + self.table.pipelined  # (a new array: the index's own)
         self._event_rows: dict[str, int] = {}
         self._removed: set[str] = set()
         # Placed pods, built on first use.

@@ -297,11 +297,20 @@ class QueueTree:
     @classmethod
     def of(cls, queues: dict[str, QueueInfo]) -> "QueueTree":
         """`QueueTree(queues)`, or the tree made before from queues of the same names, in the same order, with the same
-        parents (all a tree reads); trees are never changed once made."""
+        parents (all a tree reads); trees are never changed once made. With fastpath.queue_tree_kept, the last call's
+        tree again for the same names and queue records (a record is never changed once made: the snapshot makes a
+        new one for a Queue written since), without reading their parents."""
+        if fastpath.queue_tree_kept:
+            records = tuple(queues.items())
+            last = _LAST_TREE[0]
+            if last is not None and last[0] == records:  # (records compare by identity)
+                return last[1]
         key = tuple((name, q.parent) for name, q in queues.items())
         got = _TREES.get(key)
         if got is None:
             got = _TREES.keep(key, cls(queues))
+        if fastpath.queue_tree_kept:
+            _LAST_TREE[0] = (records, got)
         return got
 
     def __init__(self, queues: dict[str, QueueInfo]):
@@ -400,6 +409,7 @@ class QueueTree:
 
 
 _TREES = Memo(64)  # QueueTree.of's trees by the queues' names and parents
+_LAST_TREE: list = [None]  # ((name, record) pairs, tree) of QueueTree.of's last call (fastpath.queue_tree_kept)
 
 
 # ---------------------------------------------------------------- queue attributes and water-filling

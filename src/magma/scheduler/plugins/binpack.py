@@ -25,6 +25,7 @@ import numpy as np
 from magma.api.resources import CPU, MEMORY
 
 from ..framework import Session, TaskInfo, plugin
+from ..framework.kept import Memo, by_arguments
 from . import _selectors as sel
 
 NAME = "binpack"
@@ -35,17 +36,26 @@ def _weight(args: dict[str, Any], key: str) -> int:
     return 1 if w < 0 else w
 
 
+def _read_setup(args: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    """(binpack.weight, the weight per resource) as the arguments give them."""
+    resources: dict[str, int] = {}
+    for name in sel.arg_list(args, "binpack.resources"):
+        resources[name] = _weight(args, f"binpack.resources.{name}")
+    resources[CPU] = _weight(args, "binpack.cpu")
+    resources[MEMORY] = _weight(args, "binpack.memory")
+    return sel.arg_int(args, "binpack.weight", 1), resources
+
+
+# The weights by the plugin's arguments (fastpath.plugin_setup_kept): the plugin is made every session with them.
+_SETUPS = Memo(65)
+
+
 @plugin(NAME)
 class Binpack:
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
-        self.weight = sel.arg_int(args, "binpack.weight", 1)
-        resources: dict[str, int] = {}
-        for name in sel.arg_list(args, "binpack.resources"):
-            resources[name] = _weight(args, f"binpack.resources.{name}")
-        resources[CPU] = _weight(args, "binpack.cpu")
-        resources[MEMORY] = _weight(args, "binpack.memory")
-        self.resources = resources
+        self.weight, resources = by_arguments(_SETUPS, args, _read_setup)
+        self.resources = dict(resources)  # (each plugin its own dict)
         self.arguments = args
 
     def on_session_open(self, ssn: Session) -> None:

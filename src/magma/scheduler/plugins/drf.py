@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from magma.api.resources import Resources
+from magma.api.resources import EMPTY, Resources
 
 from ..framework import PREEMPTABLE, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
 from ._queuetree import configured, dominant_share, job_total_request, plugin_flag
@@ -38,6 +38,10 @@ WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 
 
 def hdrf_enabled(ssn: Session) -> bool:
+    return ssn.config_fact("drf.hierarchy", _hdrf_configured)
+
+
+def _hdrf_configured(ssn: Session) -> bool:
     return plugin_flag(ssn, NAME, "enableHierarchy") and not configured(ssn, "proportion")
 
 
@@ -203,8 +207,7 @@ class DrfPlugin:
         self.arguments = dict(arguments or {})
         self.allocated: dict[str, Resources] = {}
         self.shares: dict[str, float] = {}
-        self.total = Resources()
-        self.total_allocated = Resources()
+        self.total = self.total_allocated = EMPTY  # (set at open; vectors never change: the one empty one)
         self.hierarchy = False
         self._tree: HNode | None = None
 

@@ -49,6 +49,7 @@ def _task_checks_apply(job: JobInfo) -> bool:
 
 
 _PIPELINED = frozenset({S.PIPELINED})
+_RELEASING = frozenset({S.RELEASING})
 _VALID = ALLOCATED | {S.SUCCEEDED, S.PIPELINED, S.PENDING}
 
 
@@ -244,6 +245,8 @@ def _close_reason(job: JobInfo) -> str:
 def _skip_for_releasing(job: JobInfo) -> bool:
     """A job whose scheduled pods plus pods still terminating on nodes cover its gang, with nothing left to
     place, is not reported unschedulable (Volcano's shouldSkipUnschedulableForReleasing)."""
+    if not job.count(_RELEASING):  # (the counts kept: no loop over the tasks of a job with none)
+        return False
     releasing = sum(1 for t in job.tasks.values() if t.status is S.RELEASING and t.node)
     if not releasing or job.count({S.PENDING, S.PIPELINED}):
         return False
@@ -265,13 +268,15 @@ class GangPlugin:
         self.arguments = dict(arguments or {})
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_fn("job_valid", NAME, validate)
-        ssn.add_fn("preemptable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
-        ssn.add_fn("reclaimable", NAME, lambda actor, cands: (gang_victims(ssn, cands), False))
-        ssn.add_fn("job_order", NAME, job_order)
-        ssn.add_fn("job_ready", NAME, ready_vote)
-        ssn.add_fn("job_pipelined", NAME, pipelined_vote)
-        ssn.add_fn("job_starving", NAME, is_starving)
+        ssn.add_fns(NAME, {
+            "job_valid": validate,
+            "preemptable": lambda actor, cands: (gang_victims(ssn, cands), False),
+            "reclaimable": lambda actor, cands: (gang_victims(ssn, cands), False),
+            "job_order": job_order,
+            "job_ready": ready_vote,
+            "job_pipelined": pipelined_vote,
+            "job_starving": is_starving,
+        })
 
     def on_session_close(self, ssn: Session) -> None:
         from ..scheduler import condition_current, set_condition  # scheduler imports the plugins package

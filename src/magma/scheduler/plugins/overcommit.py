@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from magma.api.resources import Resources
+from magma.api.resources import EMPTY, Resources
 
 from ..framework import PERMIT, REJECT, JobInfo, Session, fastpath, plugin
 from ..framework.kept import Memo, by_arguments
@@ -56,9 +56,7 @@ class OvercommitPlugin:
     def __init__(self, arguments: dict | None = None):
         self.arguments = dict(arguments or {})
         self.factor = _factor(self.arguments)
-        self.idle = Resources()
-        self.inqueue = Resources()
-        self.used = Resources()
+        self.idle = self.inqueue = self.used = EMPTY  # (set at open; vectors never change: the one empty one)
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -66,7 +64,7 @@ class OvercommitPlugin:
         self.used = table.resources(table.used.sum(axis=0)) if len(table) else Resources()
         self.total = ssn.total
         self.idle = _overcommitted(ssn.total, self.factor) - self.used
-        inqueue = Resources()
+        inqueue = EMPTY
         index = getattr(ssn, "job_index", None)
         if index is not None:
             inqueue = index.total_sum("overcommit")  # the same sum, kept across sessions (fastpath.job_index)

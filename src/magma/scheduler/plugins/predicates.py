@@ -41,6 +41,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from ..framework import PredicateResult, Session, TaskInfo, fastpath, plugin
+from ..framework.kept import Memo, by_arguments
 from . import _selectors as sel
 from ._nodeindex import NodeIndex, PodTerms
 
@@ -85,11 +86,19 @@ class _Codes:
             self.codes[new] = self.texts.index(text)
 
 
+def _read_enabled(args: dict[str, Any]) -> dict[str, bool]:
+    return {f: sel.arg_bool(args, f"predicate.{f}Enable", True) for f in FLAGS}
+
+
+# Which filters are on, by the plugin's arguments (fastpath.plugin_setup_kept): the plugin is made every session.
+_ENABLED = Memo(65)
+
+
 @plugin(NAME)
 class Predicates:
     def __init__(self, arguments: dict[str, Any] | None = None):
         args = arguments or {}
-        self.enabled = {f: sel.arg_bool(args, f"predicate.{f}Enable", True) for f in FLAGS}
+        self.enabled = dict(by_arguments(_ENABLED, args, _read_enabled))  # (each plugin its own dict)
         self.arguments = args
         self._static: dict[Any, _Static] = {}
         self._by_shape: dict[Any, _Static] = {}

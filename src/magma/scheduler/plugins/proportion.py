@@ -45,6 +45,7 @@ realCapability and share (the simulator's `queues[].deserved`).
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 from magma.api.resources import EMPTY, PODS, Resources
@@ -118,8 +119,9 @@ def _bound_part(tree: QueueTree, n: str, q: QueueInfo | None) -> tuple:
 
 
 def bounds(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
-           key: tuple | None = None) -> Bounds:
-    """`queue_bounds`, or what it gave for the same cluster total, resources, tree and queue specs."""
+           key: Any = None) -> Bounds:
+    """`queue_bounds`, or what it gave for the same cluster total, resources, tree and queue specs (`key`: the
+    `_bounds_key` or its `_token`)."""
     if not fastpath.proportion_memo:
         return queue_bounds(ssn, tree, dims, info)
     key = key or _bounds_key(ssn, tree, dims, info)
@@ -198,8 +200,23 @@ def _static_key(ssn: Session, tree: QueueTree, info: dict[str, QueueInfo | None]
         dims.update(p[2])
     dims.update(index.job_dims())
     dims.discard(PODS)
-    got = (dims, (ssn.total, frozenset(dims), tuple(p[0] for p in parts)), tuple(p[1] for p in parts))
+    bkey = _token((ssn.total, frozenset(dims), tuple(p[0] for p in parts)))
+    got = (dims, bkey, tuple(p[1] for p in parts))
     _LAST_STATIC[0] = (tree, records, ssn.total, set(index.dims), got)
+    return got
+
+
+# Small ints standing for keys made of many vectors (a queue's bounds, a fill's fixed inputs), for the memos keyed by
+# them: equal tokens, equal keys. Hashing an int is quicker than hashing its key again at every lookup. A token is
+# never given to another key (counted on); a key given a token again after the memo was dropped only misses.
+_TOKENS = Memo(1024)
+_NEXT_TOKEN = itertools.count(1)
+
+
+def _token(key: tuple) -> int:
+    got = _TOKENS.get(key)
+    if got is None:
+        got = _TOKENS.keep(key, next(_NEXT_TOKEN))
     return got
 
 
@@ -251,7 +268,7 @@ def _blank_attr(n: str, q: QueueInfo | None, guarantee: Resources, eff: Resource
 
 
 def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None], index,
-                 bkey: tuple | None) -> dict[str, QueueAttr]:
+                 bkey: Any) -> dict[str, QueueAttr]:
     guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
 
@@ -313,15 +330,16 @@ def _build_attrs(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, 
 
 # What _build_attrs makes before it sums the jobs, by what that reads (fastpath.proportion_skeleton): the queue bounds'
 # inputs (the tree included), the queues' weights and priorities, and the queues holding jobs.
-# key -> (figures before the sums, the fills' plan: parent and children, top-down; the sums' plan)
+# key -> (figures before the sums, the fills' plan: parent, children and their fixed inputs' token, top-down; the sums' plan)
 _SKELETONS = Memo(256)
 
 
 def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, QueueInfo | None],
-              queues_with_jobs: tuple[str, ...], bkey: tuple) -> tuple[dict[str, QueueAttr], list, list]:
+              queues_with_jobs: tuple[str, ...], bkey: Any) -> tuple[dict[str, QueueAttr], list, list]:
     """The taking-part queues' figures before the sums (lean, as _build_attrs makes them, realCapability and floor
-    set), the fills to run top-down: (parent, its taking-part children), and the sums to make: (the queues with jobs
-    whose figures a queue adds up, in the order they are added; the queues adding up those same ones)."""
+    set), the fills to run top-down: (parent, its taking-part children, `fill`'s `fixed` for them), and the sums to
+    make: (the queues with jobs whose figures a queue adds up, in the order they are added; the queues adding up
+    those same ones)."""
     guarantee, capability, eff, real, floor = bounds(ssn, tree, dims, info, bkey)
     order = tree.top_down()
     taking_part = _taking_part(tree, info, queues_with_jobs)
@@ -337,7 +355,9 @@ def _skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: dict[str, Que
         if n in attrs:
             kids = tuple(c for c in tree.children(n) if c in attrs)
             if kids:
-                plan.append((n, kids))
+                # (what the fill reads of the children but their requests, fixed with the skeleton: `fill`'s fixed)
+                fixed = _token(tuple((attrs[c].weight, attrs[c].real_capability, attrs[c].floor) for c in kids))
+                plan.append((n, kids, fixed))
     sources: dict[str, list[str]] = {}
     for q in queues_with_jobs:
         if q in attrs:
@@ -376,8 +396,8 @@ def _attrs_from_skeleton(ssn: Session, tree: QueueTree, dims: set[str], info: di
             at.allocated, at.request, at.inqueue, at.elastic = alloc, req, inq, ela
     root = attrs[ROOT]
     root.deserved = root.real_capability
-    for n, kids in plan:
-        fill(attrs[n].deserved, [attrs[c] for c in kids])
+    for n, kids, fixed in plan:
+        fill(attrs[n].deserved, [attrs[c] for c in kids], fixed)
     root.update_share()
     return attrs
 
@@ -405,13 +425,17 @@ def _summed(parts: list) -> list[Resources]:
 _FILLS = Memo(4096)
 
 
-def fill(pool: Resources, members: list[QueueAttr]) -> None:
+def fill(pool: Resources, members: list[QueueAttr], fixed: int | None = None) -> None:
     """`water_fill`, or the deserved it gave for the same pool and the same members' weights, real capabilities,
-    requests and floors (everything it reads)."""
+    requests and floors (everything it reads). `fixed`: the `_token` of the members' (weight, real capability, floor)
+    in order, when the caller has it: then only their requests are added to the key."""
     if not fastpath.proportion_memo:
         water_fill(pool, members)
         return
-    key = (pool, tuple((m.weight, m.real_capability, m.request, m.floor) for m in members))
+    if fixed is not None:
+        key = (pool, fixed, tuple([m.request for m in members]))
+    else:
+        key = (pool, tuple((m.weight, m.real_capability, m.request, m.floor) for m in members))
     got = _FILLS.get(key)
     if got is None:
         water_fill(pool, members)
@@ -446,13 +470,15 @@ class ProportionPlugin:
                 _LENT.add(id(attrs))
                 self._kept_as = key
         self.attrs = attrs
-        ssn.add_fn("queue_order", NAME, self.queue_order)
-        ssn.add_fn("overused", NAME, self.overused)
-        ssn.add_fn("allocatable", NAME, self.allocatable)
-        ssn.add_fn("preemptive", NAME, self.preemptive)
-        ssn.add_fn("reclaimable", NAME, lambda actor, cands: (self.reclaim_victims(actor, cands), False))
-        ssn.add_fn("job_enqueueable", NAME, self.job_enqueueable)
-        ssn.add_fn("job_enqueued", NAME, self.job_enqueued)
+        ssn.add_fns(NAME, {
+            "queue_order": self.queue_order,
+            "overused": self.overused,
+            "allocatable": self.allocatable,
+            "preemptive": self.preemptive,
+            "reclaimable": lambda actor, cands: (self.reclaim_victims(actor, cands), False),
+            "job_enqueueable": self.job_enqueueable,
+            "job_enqueued": self.job_enqueued,
+        })
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     # ---------------------------------------------------------------- helpers
