@@ -688,7 +688,7 @@ class Allocator:
     # ------------------------------------------------------------ setup
     def run(self) -> None:
         ssn = self.ssn
-        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
+        queues: OrderedHeap[QueueInfo] | None = None  # made for the first queue with a job to place
         jobs_by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         skip_pending = enqueue_configured(ssn)
@@ -711,6 +711,8 @@ class Allocator:
                 continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
+                if queues is None:
+                    queues = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
             self.tasks[job.uid] = deque(ssn.sorted_tasks(tasks))
@@ -855,7 +857,9 @@ class Allocator:
         room = ssn.table.future_idle()
         copies = room_copies(room[mask], first.vec)
         c = int(copies.sum())
-        if min(k, c) >= need or any(ssn.predicate_key(t) != key for t in tasks):
+        # (equal shapes filter the same nodes, with the same key: a gang's tasks mostly share the first's shape)
+        shape = first.shape
+        if min(k, c) >= need or any((not shape or t.shape != shape) and ssn.predicate_key(t) != key for t in tasks):
             return False
         if k <= c:
             if not quota:

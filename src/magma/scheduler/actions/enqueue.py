@@ -73,8 +73,9 @@ def enqueue(ssn: Session, arguments: dict) -> None:
                 pending[queue.name] = [job]
             else:
                 got.append(job)
-    # Each queue's jobs in JobOrder.
-    waiting = {name: ordered(ssn.job_order_cmp, jobs, key=ssn.job_order_key()) for name, jobs in pending.items()}
+    # Each queue's jobs in JobOrder (a queue's only job needs no order, nor the sort key made for the session).
+    waiting = {name: ordered(ssn.job_order_cmp, jobs, key=ssn.job_order_key() if len(jobs) > 1 else None)
+               for name, jobs in pending.items()}
 
     gate = Gate(ssn)
     if len(waiting) <= 1:
