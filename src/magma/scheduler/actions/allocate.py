@@ -67,6 +67,7 @@ from .. import reasons
 S = TaskStatus
 T = TypeVar("T")
 _UID = operator.attrgetter("uid")
+_UNKEYED = object()  # the key of an OrderedHeap's lone item, not taken yet
 
 
 # ---------------------------------------------------------------- helpers shared by the actions
@@ -86,7 +87,16 @@ class OrderedHeap(Generic[T]):
             self.push(it)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, (self._key(item), self._n, item))
+        heap = self._heap
+        if not heap:
+            # Alone, it pops next whatever its order: its key is taken when another item joins it (the same then,
+            # as an item's order does not change while it is in the heap).
+            heap.append((_UNKEYED, self._n, item))
+        else:
+            if len(heap) == 1 and heap[0][0] is _UNKEYED:
+                _, n, lone = heap[0]
+                heap[0] = (self._key(lone), n, lone)
+            heapq.heappush(heap, (self._key(item), self._n, item))
         self._n += 1
 
     def pop(self) -> T:
@@ -212,10 +222,14 @@ class PredicateCache:
     def __init__(self, ssn: Session, enabled: bool):
         self.ssn = ssn
         self.enabled = enabled
-        self.rows = np.arange(len(ssn.node_list), dtype=np.int64)
         self._cache: dict[tuple, PredicateResult] = {}
         self._by_key: dict[tuple, PredicateResult] = {}  # Session.predicate_key -> a result (`of_key`)
         self.generation = 0  # bumped by invalidate: results of an older generation are out of date
+
+    @functools.cached_property
+    def rows(self) -> np.ndarray:
+        """Every node row (made when first asked: many actions never evaluate a predicate)."""
+        return np.arange(len(self.ssn.node_list), dtype=np.int64)
 
     def get(self, task: TaskInfo, fresh: bool = False) -> PredicateResult:
         if fresh or not self.enabled or placement_sensitive(task):
