@@ -185,16 +185,43 @@ _PIPELINED = frozenset({S.PIPELINED})
 
 def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resources:
     """What the job still needs to start: the requests of its gang's missing tasks, counting only what is bound
-    or pipelined (a gang half-placed in an open statement counts as not placed), or at least `task`'s request."""
-    placed = job.count(_BOUND) + job.count(_PIPELINED)
-    missing = max(job.min_available - placed, 0)
-    waiting = [t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)]
-    if 0 < missing < len(waiting):
-        waiting = ssn.sorted_tasks(waiting)  # the first ones in TaskOrder (any order sums all or none alike)
-    need = Resources.sum(t.resreq for t in waiting[:missing])
-    if task is not None and need.is_empty():
-        need = task.resreq
-    return Resources({k: v for k, v in need.items() if k != PODS})
+    or pipelined (a gang half-placed in an open statement counts as not placed), or at least `task`'s request.
+
+    When the missing tasks are all the waiting ones or none (no TaskOrder to ask), the need is a function of the
+    tasks' statuses and minAvailable: kept with the job's counts (`JobInfo.memo`) for the sessions it waits."""
+    summed = job.memo(("reasons.gang_need", job.min_available), _whole_need)
+    if summed is None:  # some of the waiting tasks, the first in TaskOrder
+        summed = _gang_sum(job, ssn.sorted_tasks(_waiting(job)))
+    empty, need = summed
+    if task is not None and empty:
+        return _without_pods(task.resreq)
+    return need
+
+
+def _waiting(job: JobInfo) -> list[TaskInfo]:
+    return [t for t in job.tasks.values() if t.status in (S.PENDING, S.ALLOCATED)]
+
+
+def _whole_need(job: JobInfo) -> tuple[bool, Resources] | None:
+    """`_gang_sum` of the job's waiting tasks when every one or none is missing; None when it takes some of them."""
+    waiting = _waiting(job)
+    if 0 < _missing(job) < len(waiting):
+        return None
+    return _gang_sum(job, waiting)
+
+
+def _missing(job: JobInfo) -> int:
+    return max(job.min_available - job.count(_BOUND) - job.count(_PIPELINED), 0)
+
+
+def _gang_sum(job: JobInfo, waiting: list[TaskInfo]) -> tuple[bool, Resources]:
+    """(whether the first missing ones of `waiting` ask for nothing at all, what they ask for but pods)."""
+    need = Resources.sum(t.resreq for t in waiting[:_missing(job)])
+    return need.is_empty(), _without_pods(need)
+
+
+def _without_pods(res: Resources) -> Resources:
+    return Resources({k: v for k, v in res.items() if k != PODS})
 
 
 def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
@@ -279,7 +306,7 @@ def queue_overused_reason(ssn: Session, queue) -> str:
 def enqueue_reason(ssn: Session, job: JobInfo) -> str:
     """Why enqueue kept the job Pending, when no plugin said it: its minResources against the queue's real
     capability (if published) and the cluster's idle resources."""
-    need = Resources({k: v for k, v in job.min_resources.items() if k != PODS})
+    need = _without_pods(job.min_resources)
     dims = [r for r in sorted(need) if need[r] > 0]
     fig = queue_figures(ssn).get(job.queue)
     real, alloc = figure(fig, "realCapability"), figure(fig, "allocated")
@@ -320,7 +347,7 @@ def job_reason(ssn: Session, job: JobInfo) -> str | None:
     if job.is_pending():
         if detail:
             return detail
-        need = Resources({k: v for k, v in job.min_resources.items() if k != PODS})
+        need = _without_pods(job.min_resources)
         return (f"job is Pending: not yet admitted by enqueue ({total} pods, minMember {job.min_available}, "
                 f"minResources {need.format()})")
     msg = f"{waiting}/{total} tasks in gang unschedulable"

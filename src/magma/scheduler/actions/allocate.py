@@ -67,6 +67,7 @@ from .. import reasons
 S = TaskStatus
 T = TypeVar("T")
 _UID = operator.attrgetter("uid")
+_UNKEYED = object()  # the key of an OrderedHeap's lone item, not taken yet
 
 
 # ---------------------------------------------------------------- helpers shared by the actions
@@ -86,7 +87,16 @@ class OrderedHeap(Generic[T]):
             self.push(it)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, (self._key(item), self._n, item))
+        heap = self._heap
+        if not heap:
+            # Alone, it pops next whatever its order: its key is taken when another item joins it (the same then,
+            # as an item's order does not change while it is in the heap).
+            heap.append((_UNKEYED, self._n, item))
+        else:
+            if len(heap) == 1 and heap[0][0] is _UNKEYED:
+                _, n, lone = heap[0]
+                heap[0] = (self._key(lone), n, lone)
+            heapq.heappush(heap, (self._key(item), self._n, item))
         self._n += 1
 
     def pop(self) -> T:
@@ -212,10 +222,14 @@ class PredicateCache:
     def __init__(self, ssn: Session, enabled: bool):
         self.ssn = ssn
         self.enabled = enabled
-        self.rows = np.arange(len(ssn.node_list), dtype=np.int64)
         self._cache: dict[tuple, PredicateResult] = {}
         self._by_key: dict[tuple, PredicateResult] = {}  # Session.predicate_key -> a result (`of_key`)
         self.generation = 0  # bumped by invalidate: results of an older generation are out of date
+
+    @functools.cached_property
+    def rows(self) -> np.ndarray:
+        """Every node row (made when first asked: many actions never evaluate a predicate)."""
+        return np.arange(len(self.ssn.node_list), dtype=np.int64)
 
     def get(self, task: TaskInfo, fresh: bool = False) -> PredicateResult:
         if fresh or not self.enabled or placement_sensitive(task):
@@ -688,7 +702,7 @@ class Allocator:
     # ------------------------------------------------------------ setup
     def run(self) -> None:
         ssn = self.ssn
-        queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
+        queues: OrderedHeap[QueueInfo] | None = None  # made for the first queue with a job to place
         jobs_by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         self.tasks: dict[str, deque[TaskInfo]] = {}
         skip_pending = enqueue_configured(ssn)
@@ -711,6 +725,8 @@ class Allocator:
                 continue
             if job.queue not in jobs_by_queue:
                 jobs_by_queue[job.queue] = OrderedHeap(ssn.job_order_cmp, key=ssn.job_order_key())
+                if queues is None:
+                    queues = OrderedHeap(ssn.queue_order_cmp_memo())  # (refused turns place nothing)
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
             self.tasks[job.uid] = deque(ssn.sorted_tasks(tasks))
@@ -855,7 +871,9 @@ class Allocator:
         room = ssn.table.future_idle()
         copies = room_copies(room[mask], first.vec)
         c = int(copies.sum())
-        if min(k, c) >= need or any(ssn.predicate_key(t) != key for t in tasks):
+        # (equal shapes filter the same nodes, with the same key: a gang's tasks mostly share the first's shape)
+        shape = first.shape
+        if min(k, c) >= need or any((not shape or t.shape != shape) and ssn.predicate_key(t) != key for t in tasks):
             return False
         if k <= c:
             if not quota:

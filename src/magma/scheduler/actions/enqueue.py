@@ -44,37 +44,23 @@ def admit(ssn: Session, job: JobInfo) -> None:
 @action("enqueue")
 def enqueue(ssn: Session, arguments: dict) -> None:
     jobs = list(session_jobs(ssn))
-    if fastpath.enqueue_idle and not any(job.is_pending() and job.queue in ssn.queues for job in jobs):
-        return  # no job to consider (fastpath.enqueue_idle)
-    jobs = sorted_by_uid(jobs)
-
-    order: list[QueueInfo] = []  # the queues to order, as first met
-    seen: set[str] = set()
-    pending: dict[str, list[JobInfo]] = {}  # per queue its Pending jobs, by uid
-    index = getattr(ssn, "job_index", None)
-    if index is not None:
-        # Every queue with jobs, in the order of its first job by uid (as the loop below meets them); the jobs
-        # to look at are those that are not quiet (a quiet job is not Pending).
-        for name in index.queue_names():
-            queue = ssn.queues.get(name)
-            if queue is not None:
-                seen.add(name)
-                order.append(queue)
+    pending: dict[str, list[JobInfo]] = {}  # per queue of the session, its Pending jobs
     for job in jobs:
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in seen:
-            seen.add(queue.name)
-            order.append(queue)
         if job.is_pending():
-            got = pending.get(queue.name)
-            if got is None:
-                pending[queue.name] = [job]
-            else:
-                got.append(job)
-    # Each queue's jobs in JobOrder.
-    waiting = {name: ordered(ssn.job_order_cmp, jobs, key=ssn.job_order_key()) for name, jobs in pending.items()}
+            queue = ssn.queues.get(job.queue)
+            if queue is not None:
+                got = pending.get(queue.name)
+                if got is None:
+                    pending[queue.name] = [job]
+                else:
+                    got.append(job)
+    if fastpath.enqueue_idle and not pending:
+        return  # no job to consider (fastpath.enqueue_idle)
+    # Each queue's jobs by uid, then in JobOrder (a queue's only job needs no order, nor the sort key made for the
+    # session).
+    waiting = {name: ordered(ssn.job_order_cmp, sorted_by_uid(queue_jobs),
+                             key=ssn.job_order_key() if len(queue_jobs) > 1 else None)
+               for name, queue_jobs in pending.items()}
 
     gate = Gate(ssn)
     if len(waiting) <= 1:
@@ -85,14 +71,35 @@ def enqueue(ssn: Session, arguments: dict) -> None:
             while queue_jobs:
                 gate.consider(queue_jobs.pop())
         return
-    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo(), order)
+    queues: OrderedHeap[QueueInfo] = OrderedHeap(ssn.queue_order_cmp_memo(), queue_order(ssn, jobs))
     while queues:
         queue = queues.pop()
-        jobs = waiting.get(queue.name)
-        if not jobs:
+        queue_jobs = waiting.get(queue.name)
+        if not queue_jobs:
             continue
-        gate.consider(jobs.pop())
+        gate.consider(queue_jobs.pop())
         queues.push(queue)
+
+
+def queue_order(ssn: Session, jobs: list[JobInfo]) -> list[QueueInfo]:
+    """The session's queues holding jobs, as first met in uid order of the jobs (the order they are pushed in)."""
+    order: list[QueueInfo] = []
+    seen: set[str] = set()
+    index = getattr(ssn, "job_index", None)
+    if index is not None:
+        # Every queue with jobs, in the order of its first job by uid (as the loop below meets them); the jobs
+        # to look at are those that are not quiet (a quiet job is not Pending).
+        for name in index.queue_names():
+            queue = ssn.queues.get(name)
+            if queue is not None:
+                seen.add(name)
+                order.append(queue)
+    for job in sorted_by_uid(jobs):
+        queue = ssn.queues.get(job.queue)
+        if queue is not None and queue.name not in seen:
+            seen.add(queue.name)
+            order.append(queue)
+    return order
 
 
 class Gate:

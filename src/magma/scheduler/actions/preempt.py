@@ -1447,7 +1447,7 @@ def collect_preemptors(ssn: Session) -> list[JobInfo]:
             continue
         if not starving(ssn, job):
             continue
-        if not job.count(_PENDING):
+        if not active and not job.count(_PENDING):  # (asked first with the fast path: nothing above changes it)
             continue
         out.append(job)
     return out
