@@ -115,6 +115,7 @@ class Predicates:
                 store.clear()
             self._static, self._by_shape = store.setdefault(tuple(self.enabled.items()), ({}, {}))
         self._rows = np.arange(self.index.n, dtype=np.int64)
+        self._all_rows = self._rows.tobytes()  # (equal int64 arrays of one length have equal bytes: a cheap test)
         ssn.add_fn("predicate", NAME, self.predicate)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -166,7 +167,7 @@ class Predicates:
     def predicate(self, task: TaskInfo, rows: np.ndarray) -> PredicateResult:
         rows = np.asarray(rows, dtype=np.int64)
         st = self.static(task)
-        if fastpath.predicates_kept and len(rows) == len(self._rows) and np.array_equal(rows, self._rows) \
+        if fastpath.predicates_kept and rows.ndim == 1 and rows.tobytes() == self._all_rows \
                 and self.predicate_key(task) is not None:
             # Over all rows, decided by the static codes alone (no inter-pod terms, no hard spread): kept with them.
             got = st.full
