@@ -355,7 +355,7 @@ class _PlacedRows:
     n: int
     row: dict
     rows: "list[_RowTasks | None]"
-    nonzero: "np.ndarray | None"  # the records' NonZeroRequested extras as the scan's array (read-only)
+    nonzero: "np.ndarray | None"  # the records' NonZeroRequested extras as an (n, 2) array (read-only; None: not made)
 
 
 class NodeIndex:
@@ -592,36 +592,41 @@ class NodeIndex:
         records = kept.rows
         removed = self._removed
         rows: list[_RowTasks] = [None] * self.n  # type: ignore[list-item]
-        sums: list[tuple[int, int]] = [(0, 0)] * self.n
-        same = not removed  # every row's sums are its record's, and no record is new since `kept.nonzero`
+        renewed: list[int] = []  # rows given a new record
+        own: dict[int, tuple[int, int]] = {}  # rows holding a removed pod: their sums without it
         for nd in self.nodes:
             i = nd.index
             tasks = tuple(nd.tasks.values())
             rec = records[i]
             if rec is None or rec.tasks != tasks:  # the same task objects? (TaskInfo compares by identity)
                 rec = records[i] = _RowTasks(tasks)
-                same = False
-                kept.nonzero = None  # (made again below when no pod is removed)
+                renewed.append(i)
             rows[i] = rec
             if removed and not removed.isdisjoint(rec.uids):
                 live = [t for t in tasks if t.pod is not None and t.uid not in removed]
                 for t in live:
                     if _carries(t):
                         self._carry(t, i, 1)
-                sums[i] = _nonzero_sum(live)
+                own[i] = _nonzero_sum(live)
                 continue
             for t in rec.carrying:
                 self._carry(t, i, 1)
-            sums[i] = rec.nonzero
         self._scan_rows = rows
         self._scan_removed = frozenset(removed)
-        if same and kept.nonzero is not None:
-            self._nonzero = kept.nonzero.copy()  # (the session changes its own copy)
-            return
-        self._nonzero = np.array(sums, dtype=np.int64).reshape(self.n, 2)
-        if not removed:
-            kept.nonzero = self._nonzero.copy()
-            kept.nonzero.flags.writeable = False
+        # The records' sums as an array (read-only, kept with them): only the renewed rows' change.
+        sums = kept.nonzero
+        if sums is None:
+            sums = np.array([(0, 0) if r is None else r.nonzero for r in records], dtype=np.int64).reshape(self.n, 2)
+        elif renewed:
+            sums = sums.copy()
+            for i in renewed:
+                sums[i] = records[i].nonzero
+        if sums is not kept.nonzero:
+            sums.flags.writeable = False
+            kept.nonzero = sums
+        self._nonzero = sums.copy()  # (the session changes its own copy)
+        for i, got in own.items():
+            self._nonzero[i] = got
 
     def _counted(self, uid: str, row: int) -> bool:
         """After a scan (before a build): is the task counted, as `uid in self._placed` would say?"""
