@@ -72,3 +72,20 @@ def test_private_attributes_and_other_types_are_copied():
     assert new.source is not job.source and new.source == job.source
     pod = Pod.model_validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}})
     _same(deep_copy(pod), pod)
+
+
+def test_empty_containers_are_new_and_stay_shared_when_reached_twice():
+    spec = pod_spec()
+    empty: list = []
+    spec.model_extra["a"] = empty
+    spec.model_extra["b"] = empty
+    object.__setattr__(spec, "tolerations", empty)  # one empty list as a field and in the extras
+    new = deep_copy(spec)
+    ref = copy.deepcopy(spec)
+    assert new.model_extra["a"] is new.model_extra["b"] is new.tolerations
+    assert ref.model_extra["a"] is ref.model_extra["b"] is ref.tolerations
+    assert new.tolerations is not empty and new.tolerations == []
+    assert new.overhead == {} and new.overhead is not spec.overhead  # a field's own empty dict: a new one
+    assert new.containers[0].model_extra == {} and new.containers[0].model_extra is not spec.containers[0].model_extra
+    new.tolerations.append({"key": "k"})
+    assert empty == []

@@ -57,10 +57,19 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
 
 
 def _copy_fields(fields: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:
-    """A model's field dict (its own, referenced from nowhere else): atomic values taken over in one go."""
+    """A model's field dict (its own, referenced from nowhere else): atomic values taken over in one go. An empty
+    dict or list (most of a model's defaults) is copied here, as `_copy` copies it: a new one, once per original."""
     out = fields.copy()
     for k, v in fields.items():
-        if type(v) not in _ATOMIC:
+        cls = type(v)
+        if cls in _ATOMIC:
+            continue
+        if not v and (cls is dict or cls is list):
+            done = memo.get(id(v), memo)
+            if done is memo:
+                done = memo[id(v)] = cls()
+            out[k] = done
+        else:
             out[k] = _copy(v, memo)
     return out
 
@@ -73,8 +82,8 @@ def _copy_model(model: BaseModel, memo: dict[int, Any]) -> BaseModel:
     setattr_ = object.__setattr__
     setattr_(new, "__dict__", _copy_fields(model.__dict__, memo))
     extra = model.__pydantic_extra__
-    setattr_(new, "__pydantic_extra__", None if extra is None else _copy_fields(extra, memo))
-    setattr_(new, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+    setattr_(new, "__pydantic_extra__", None if extra is None else _copy_fields(extra, memo) if extra else {})
+    setattr_(new, "__pydantic_fields_set__", model.__pydantic_fields_set__.copy())
     private = getattr(model, "__pydantic_private__", None)
     if private is None:
         setattr_(new, "__pydantic_private__", None)

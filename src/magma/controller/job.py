@@ -123,10 +123,8 @@ from magma.api.objects import (
     JobCondition,
     JobState,
     Object,
-    ObjectMeta,
     Pod,
     PodGroup,
-    PodStatus,
     TaskSpec,
     TaskState,
 )
@@ -1899,15 +1897,15 @@ class JobController:
         if size is not None:
             labels[PARTITION_ID_LABEL] = str(index // size if size > 0 else 0)
         self._resolve_priority(ctx, spec)
-        pod = Pod(
+        pod = Pod(  # metadata and status validated from dicts in the same pass
             api_version="v1", kind="Pod",
-            metadata=ObjectMeta.model_validate({
+            metadata={
                 "name": name, "namespace": job.namespace, "uid": self._new_uid(f"Pod/{job.namespace}/{name}"),
                 "creationTimestamp": ctx.now, "labels": labels, "annotations": annotations,
                 "ownerReferences": [controller_ref(job)],
-            }),
+            },
             spec=spec,
-            status=PodStatus(phase="Pending"),
+            status={"phase": "Pending"},
         )
         for plugin in self._plugins(ctx):
             plugin.on_pod_create(pod, job)

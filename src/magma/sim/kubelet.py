@@ -271,6 +271,8 @@ class _Running:
 
     def step(self, now: float) -> bool:
         """`VirtualKubelet.step` after finish_deletions, from the kept view."""
+        if now < self.next_end and not (self.unstarted or self.deadline or self.dirty):
+            return False  # no pod to start, no deadline, no unit to look at, no work done yet: what the rest finds
         kubelet, cluster = self.kubelet, self.cluster
         state = cluster.state()
         pods_of = state.pods
