@@ -52,7 +52,8 @@ def _overcommitted(total: Resources, factor: float) -> Resources:
 
 
 # The used and idle vectors at open by what they are made of (fastpath.plugin_setup_kept): the table's columns and
-# used amounts, the total and the factor. Sessions often open over a table whose used amounts were seen before.
+# its used amounts summed over the nodes (a row's bytes: small whatever the cluster's size), the total and the factor.
+# Sessions often open over used amounts seen before.
 _OPENED = Memo(1024)
 
 
@@ -60,13 +61,14 @@ def _used_and_idle(table, total: Resources, factor: float) -> tuple[Resources, R
     if not len(table):
         used = Resources()
         return used, _overcommitted(total, factor) - used
+    row = table.used.sum(axis=0)
     if not fastpath.plugin_setup_kept:
-        used = table.resources(table.used.sum(axis=0))
+        used = table.resources(row)
         return used, _overcommitted(total, factor) - used
-    key = (total, factor, tuple(table.dims), table.used.shape, table.used.tobytes())
+    key = (total, factor, tuple(table.dims), row.tobytes())
     got = _OPENED.get(key)
     if got is None:
-        used = table.resources(table.used.sum(axis=0))
+        used = table.resources(row)
         got = _OPENED.keep(key, (used, _overcommitted(total, factor) - used))
     return got
 
