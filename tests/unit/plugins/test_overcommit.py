@@ -24,6 +24,24 @@ def test_idle_is_total_times_factor_minus_used():
     assert gpus(oc.inqueue) == 8
 
 
+def test_used_and_idle_kept_by_the_table_amounts():
+    """fastpath.plugin_setup_kept: a second open over the same used amounts takes the kept vectors, equal to those
+    made afresh; other used amounts make their own."""
+    from magma.scheduler.framework import fastpath
+    from magma.scheduler.plugins import overcommit
+
+    overcommit._OPENED.clear()
+    first = open_session(world(), CONF).plugins["overcommit"]
+    second = open_session(world(), CONF).plugins["overcommit"]
+    assert len(overcommit._OPENED) == 1 and second.used is first.used and second.idle is first.idle
+    with fastpath.disabled("plugin_setup_kept"):
+        fresh = open_session(world(), CONF).plugins["overcommit"]
+    assert fresh.used is not first.used and (fresh.used, fresh.idle) == (first.used, first.idle)
+    objs = nodes("gpu", 4) + gang("run", 1, gpu=8, cpu=1, memory="1Gi", running_on=["gpu-0"])
+    other = open_session(objs, CONF).plugins["overcommit"]
+    assert len(overcommit._OPENED) == 2 and gpus(other.used) == 8 and gpus(other.idle) == 32 * 1.2 - 8
+
+
 def test_enqueue_decisions_and_reason():
     ssn = open_session(world(new_pods=2), CONF)
     new = job(ssn, "new")

@@ -125,7 +125,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
 - `plugin_setup_kept` (overcommit, nodeorder, binpack, predicates): overcommit's factor, nodeorder's and binpack's
   weights and the predicates' switches read from the plugin's arguments are kept by those arguments, and the
   over-committed total (total x factor) by the total and the factor: all are pure functions of these, and the
-  plugins are made and opened afresh every session (each plugin gets its own copy of a kept dict).
+  plugins are made and opened afresh every session (each plugin gets its own copy of a kept dict). Overcommit's used
+  and idle vectors at open are kept by the node table's columns and its used amounts summed over the nodes (the row's
+  bytes), the total and the factor: the same vectors of the same amounts (vectors never change in place).
 - `proportion_open_lean` (proportion's open): the queue records (QueueAttr) are made with the one empty vector for
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).

@@ -526,6 +526,10 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
     """`_fill` over plain dicts of ints (fastpath.water_fill_ints): each Resources step done on the dicts the vectors
     hold (non-zero amounts, absent = 0), with the same rules for absent names and the same dropping of zeros, so
     every round gives the same amounts; only the intermediate Resources objects are not made."""
+    lean = fastpath.water_fill_lean
+    if lean and fastpath.water_fill_columns and _positive(pool, members):
+        _fill_columns(pool, members, max_rounds)
+        return
     remaining = dict(pool._v)
     n = len(members)
     met = [False] * n
@@ -534,10 +538,6 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
     requests = [m.request._v for m in members]
     floors = [m.floor._v for m in members]
     weights = [m.weight for m in members]
-    lean = fastpath.water_fill_lean
-    if lean and fastpath.water_fill_columns and _positive(remaining, caps, requests, floors):
-        _fill_columns(pool, members, max_rounds)
-        return
     for _ in range(max_rounds):
         weight = sum(w for w, done in zip(weights, met) if not done)
         if weight <= 0:
@@ -594,9 +594,16 @@ def _fill_ints(pool: Resources, members: list[QueueAttr], max_rounds: int) -> No
         m.deserved = Resources._of(d)
 
 
-def _positive(remaining: dict[str, int], *vectors: list[dict[str, int]]) -> bool:
-    """Whether every amount of the pool and of the members' limits, requests and floors is positive."""
-    return all(v > 0 for v in remaining.values()) and all(v > 0 for vs in vectors for d in vs for v in d.values())
+def _positive(pool: Resources, members: list[QueueAttr]) -> bool:
+    """Whether every amount of the pool and of the members' realCapability, request and floor is positive."""
+    v = pool._v
+    if v and min(v.values()) <= 0:
+        return False
+    for m in members:
+        for v in (m.real_capability._v, m.request._v, m.floor._v):
+            if v and min(v.values()) <= 0:
+                return False
+    return True
 
 
 def _fill_columns(pool: Resources, members: list[QueueAttr], max_rounds: int) -> None:
@@ -604,58 +611,58 @@ def _fill_columns(pool: Resources, members: list[QueueAttr], max_rounds: int) ->
     every input amount is positive (fastpath.water_fill_columns). Then every amount stays >= 0 and each dict step is
     one step per column: the weighted part added, min with the real capability and the request (a name either lacks
     is 0), max with the floor; "met" when the request fits or nothing changed; the remaining pool plus what the
-    members gave back minus what they took, at least 0. Only the order in which a deserved vector lists its
-    resources may differ from the dict steps' (Resources compare and hash by amounts)."""
+    members gave back minus what they took (their changes summed), at least 0. Only the order in which a deserved
+    vector lists its resources may differ from the dict steps' (Resources compare and hash by amounts)."""
     dims = list(pool._v)
     seen = set(dims)
-    for m in members:
-        for v in (m.real_capability._v, m.request._v, m.floor._v):
-            for k in v:
-                if k not in seen:
-                    seen.add(k)
-                    dims.append(k)
-    columns = range(len(dims))
+    inputs = [(m.real_capability._v, m.request._v, m.floor._v) for m in members]
+    for vectors in inputs:
+        for v in vectors:
+            if not seen.issuperset(v):  # (mostly the pool's names already)
+                for k in v:
+                    if k not in seen:
+                        seen.add(k)
+                        dims.append(k)
+    width = len(dims)
     remaining = [pool._v.get(k, 0) for k in dims]
-    caps = [[m.real_capability._v.get(k, 0) for k in dims] for m in members]
-    requests = [[m.request._v.get(k, 0) for k in dims] for m in members]
-    floors = [[m.floor._v.get(k, 0) for k in dims] for m in members]
-    weights = [m.weight for m in members]
-    n = len(members)
-    deserved = [[0] * len(dims) for _ in range(n)]
-    met = [False] * n
+    # per member: (weight, per column (real capability, request, floor))
+    rows = [(m.weight, [(cap.get(k, 0), req.get(k, 0), fl.get(k, 0)) for k in dims])
+            for m, (cap, req, fl) in zip(members, inputs)]
+    deserved = [[0] * width for _ in members]
+    unmet = list(range(len(members)))  # in member order
     for _ in range(max_rounds):
-        weight = sum(w for w, done in zip(weights, met) if not done)
+        weight = sum(rows[i][0] for i in unmet)
         if weight <= 0:
             break
-        increased = [0] * len(dims)
-        decreased = [0] * len(dims)
-        for i in range(n):
-            if met[i]:
-                continue
-            w, old, cap, req, floor = weights[i], deserved[i], caps[i], requests[i], floors[i]
+        taken = [0] * width  # per column, the members' changes summed (increases minus decreases)
+        still = []
+        for i in unmet:
+            w, limits = rows[i]
+            old = deserved[i]
             new = []
             fits = True
-            for j in columns:
-                x = old[j] + (remaining[j] * w) // weight
-                if x > cap[j]:
-                    x = cap[j]
-                if x > req[j]:
-                    x = req[j]
-                if x < floor[j]:
-                    x = floor[j]
+            changed = False
+            for o, r, (cap, req, floor) in zip(old, remaining, limits):
+                x = o + (r * w) // weight
+                if x > cap:
+                    x = cap
+                if x > req:
+                    x = req
+                if x < floor:
+                    x = floor
                 new.append(x)
-                if req[j] > x:
+                if req > x:
                     fits = False
-                delta = x - old[j]
-                if delta > 0:
-                    increased[j] += delta
-                elif delta < 0:
-                    decreased[j] -= delta
-            deserved[i] = new
-            if fits or new == old:
-                met[i] = True
+                if x != o:
+                    changed = True
+            if changed:
+                deserved[i] = new
+                taken = [t + x - o for t, x, o in zip(taken, new, old)]
+                if not fits:
+                    still.append(i)
+        unmet = still
         before = remaining
-        remaining = [max(remaining[j] + decreased[j] - increased[j], 0) for j in columns]
+        remaining = [r - t if r > t else 0 for r, t in zip(remaining, taken)]
         if not any(remaining) or remaining == before:
             break
     for m, d in zip(members, deserved):
