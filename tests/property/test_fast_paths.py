@@ -333,3 +333,53 @@ def test_job_counts_moved_by_status_changes_are_a_recount(seed, n_tasks, n_chang
         for s in sets:
             assert job.count(s) == sum(1 for t in job.tasks.values() if t.status in s)
         job.memo("x", lambda j: 1)
+
+
+def test_no_anti_carriers_without_a_scan_is_what_the_scan_finds(monkeypatch):
+    """fastpath.anti_carriers_kept: whenever the node index says, without a scan, that no placed pod carries a
+    required anti-affinity term, none on the session's nodes does (pod, carried terms, not removed); the kept
+    snapshot's count is checked against a full build at every session (`SnapshotCache.verify`, in `run`); and the
+    simulations decide the same as with every fast path off. The answer is given both ways (no carrier, and a
+    carrier on the records or on a node the session changed)."""
+    from magma.scheduler.plugins import _nodeindex
+
+    answers: list[bool] = []
+    method = _nodeindex.NodeIndex._no_anti_carriers
+
+    def checked(self) -> bool:
+        got = method(self)
+        if got:
+            assert not any(t.pod is not None and _nodeindex._carries(t) and self.terms(t).req_anti
+                           and t.uid not in self._removed for nd in self.nodes for t in nd.tasks.values())
+        answers.append(got)
+        return got
+
+    monkeypatch.setattr(_nodeindex.NodeIndex, "_no_anti_carriers", checked)
+    for seed in range(6):
+        assert run(seed, 4, 10, fast=False) == run(seed, 4, 10, fast=True)
+    assert True in answers and False in answers
+
+
+def test_an_anti_affinity_pod_the_session_placed_is_seen_without_a_scan():
+    """fastpath.anti_carriers_kept: with none on the snapshot's records, a pod with a required anti-affinity term
+    the session itself places (on a node it thereby changes) makes the index answer "not known", and the carried
+    terms then come from the scan."""
+    from magma.scheduler.plugins._nodeindex import NodeIndex
+
+    for seed in range(200):
+        sc = scenario(seed, 3, 12)
+        cluster = MemoryCluster(sc.initial + [a.obj for a in sc.arrivals], clock=lambda: 100.0)
+        scheduler = Scheduler(cluster, _config())
+        scheduler.ingest()
+        ssn = scheduler.open_session()
+        index = NodeIndex.of(ssn)
+        anti = [t for j in ssn.jobs.values() for t in j.tasks.values()
+                if t.status is TaskStatus.PENDING and index.terms(t).req_anti]
+        if ssn.snapshot.anti_carriers != 0 or not anti:
+            continue
+        assert index._no_anti_carriers() and index.carried("anti") == []
+        ssn.allocate(anti[0], ssn.node_list[0])
+        assert not index._no_anti_carriers()
+        assert index.carried("anti")
+        return
+    raise AssertionError("no scenario with a pending anti-affinity pod and none placed")

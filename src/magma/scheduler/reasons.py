@@ -246,9 +246,9 @@ def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     return got
 
 
-# Queue-bound reasons by everything their texts read (fastpath.queue_bound_kept): the need and, per queue on the path
-# (nearest first, the job's own queue first), its name, deserved, real capability and allocation. A job its queue's
-# share holds back is refused again with the same figures session after session.
+# Queue-bound reasons by what their texts say (fastpath.queue_bound_kept): the verdict `_bound_verdict` draws from the
+# need and the path's figures. A job its queue's share holds back is refused again for the same resources, session
+# after session, while the figures of the others (cpu and memory allocated, mostly) move.
 _BOUND_TEXTS = Memo(4096)
 
 
@@ -260,29 +260,43 @@ def _queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
     figures = queue_figures(ssn, chain)
     bounds = tuple((name, figure(fig, "deserved"), figure(fig, "realCapability"), figure(fig, "allocated"))
                    for name in chain for fig in (figures.get(name),))
+    verdict = _bound_verdict(need, bounds)
     if not fastpath.queue_bound_kept:
-        return _bound_text(need, bounds)
-    key = (need, bounds)
-    got = _BOUND_TEXTS.get(key)
+        return _bound_text(verdict)
+    got = _BOUND_TEXTS.get(verdict)
     if got is None:
-        got = _BOUND_TEXTS.keep(key, _bound_text(need, bounds))
+        got = _BOUND_TEXTS.keep(verdict, _bound_text(verdict))
     return got
 
 
-def _bound_text(need: Resources, bounds: tuple) -> str:
-    """The reason of `_queue_bound_reason` from the path's figures: (name, deserved, real capability, allocated)."""
+def _bound_verdict(need: Resources, bounds: tuple) -> tuple:
+    """Everything the reason says, from the path's figures ((name, deserved, real capability, allocated) per queue):
+    (label, the first queue whose bound the need exceeds, per resource it exceeds (name, bound, allocated, need)), or
+    (None, the job's own queue, per resource needed (name, need)) when none does."""
+    amounts = need._v
+    needed = [r for r in sorted(amounts) if amounts[r] > 0]
     for index, label in ((1, "deserved"), (2, "real capability")):
         for chain_figures in bounds:
             name, bound, alloc = chain_figures[0], chain_figures[index], chain_figures[3]
             if bound is None or alloc is None:
                 continue
-            bad = [r for r in sorted(need) if need[r] > 0 and alloc[r] + need[r] > bound[r]]
+            b, a = bound._v, alloc._v
+            bad = tuple((r, b.get(r, 0), a.get(r, 0), amounts[r]) for r in needed
+                        if a.get(r, 0) + amounts[r] > b.get(r, 0))
             if bad:
-                return f"queue {name}: " + "; ".join(
-                    f"{label} {_amount(r, bound[r])} {r}, allocated {_amount(r, alloc[r])}, "
-                    f"job needs {_amount(r, need[r])} more" for r in bad)
-    return (f"queue {bounds[0][0]}: its share allows no more now, job needs "
-            + ", ".join(f"{_amount(r, need[r])} {r}" for r in sorted(need) if need[r] > 0) + " more")
+                return label, name, bad
+    return None, bounds[0][0], tuple((r, amounts[r]) for r in needed)
+
+
+def _bound_text(verdict: tuple) -> str:
+    """The reason of `_queue_bound_reason` from its verdict."""
+    label, name, figures = verdict
+    if label is not None:
+        return f"queue {name}: " + "; ".join(
+            f"{label} {_amount(r, bound)} {r}, allocated {_amount(r, alloc)}, job needs {_amount(r, more)} more"
+            for r, bound, alloc, more in figures)
+    return (f"queue {name}: its share allows no more now, job needs "
+            + ", ".join(f"{_amount(r, more)} {r}" for r, more in figures) + " more")
 
 
 def record_queue_bound(ssn: Session, queue, job: JobInfo, task: TaskInfo) -> None:

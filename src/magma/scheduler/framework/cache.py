@@ -42,7 +42,7 @@ from . import snapshot as snap_mod
 from . import fastpath
 from .info import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, _JobStats
 from .jobindex import JobIndex
-from .snapshot import Snapshot
+from .snapshot import Snapshot, anti_carriers, requires_anti
 
 SAFE_PLUGINS = frozenset({"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
                           "nodeorder", "binpack", "capacity", "sla", "fairshare", "task-topology"})
@@ -152,7 +152,9 @@ class SnapshotCache:
         view = self._view(state)
         if self.verify:
             touched = set(self.touched)
-            check_same(view, snap_mod.build(state, self.names))
+            full = snap_mod.build(state, self.names)
+            check_same(view, full)
+            assert view.anti_carriers == anti_carriers(full), f"anti carriers {view.anti_carriers} != {anti_carriers(full)}"
             self.touched.clear()  # check_same reads every job's fit errors: that touched nothing
             self.touched.update(touched)
             if self.index is not None:
@@ -251,7 +253,7 @@ class SnapshotCache:
         skipped += [m for _, m in sorted(self.skipped_pods.values())]
         return Snapshot(jobs=jobs, queues=self._queue_records(state), nodes=base.nodes, table=base.table.copy(),
                         total=base.total, now=state.now, skipped=skipped, persistent=True,
-                        node_list=self.node_list)
+                        node_list=self.node_list, anti_carriers=self.anti_carriers)
 
     def _queue_records(self, state: ClusterState) -> dict[str, QueueInfo]:
         """The session's QueueInfo records: with `queues_kept`, the last ones, those of the queues written since made
@@ -294,6 +296,7 @@ class SnapshotCache:
         self.skipped_pods: dict[str, tuple[int, str]] = {}
         self.pos_of: dict[int, int] = {}  # id(task or job) -> position of its pod or PodGroup
         self.dim_count: dict[str, int] = {}
+        self.anti_carriers = 0  # tasks on nodes whose pod requires anti-affinity (Snapshot.anti_carriers)
         snap = snap_mod._build(state, self.names, KeptJob, index=self)
         self.snap = snap
         self.queue_names = set(snap.queues)
@@ -330,6 +333,8 @@ class SnapshotCache:
             self.pos_of[id(bare)] = pos
         if job_key is not None:
             self.group_pods.setdefault(job_key, {})[key] = None
+        if node is not None and requires_anti(p):
+            self.anti_carriers += 1
         if job is None and job_key is None and p.spec.scheduler_name in self.names:
             self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
         counts = self.dim_count
@@ -457,6 +462,8 @@ class SnapshotCache:
         if r.node is not None:
             self.snap.table.remove_task(r.node.index, t)
             del r.node.tasks[t.uid]
+            if requires_anti(r.pod):
+                self.anti_carriers -= 1
         if r.job is not None:
             del r.job.tasks[t.uid]
             r.job._stats = None  # counts and sums are over the tasks
@@ -533,6 +540,8 @@ class SnapshotCache:
             self.pos_of[id(t)] = pos
             _insert(node.tasks, t.uid, t, pos, self.pos_of)
             table.add_task(node.index, t)
+            if requires_anti(p):
+                self.anti_carriers += 1
         else:
             t = task
             node = None

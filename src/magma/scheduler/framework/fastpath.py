@@ -286,12 +286,17 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   less each node's copies and from the predicate result of the tasks' predicate key (equal keys, equal results:
   what a shared group's result already stands for).
 - `queue_bound_kept` (allocate's reasons): a queue-bound reason's text is kept across sessions by everything it
-  reads (the job's need and, per queue on the path, its name, deserved, real capability and allocation, as the
-  figures give them), instead of being written again each session for a job that waits on the same figures.
+  says (its verdict: the label, the queue named and, per resource named, the figures shown; the text is written
+  from the verdict alone), instead of being written again each session for a job refused for the same figures.
 - `fit_summaries_kept` (allocate's and backfill's reasons): a node-fit summary is kept across sessions by everything
   it reads: the predicate result itself when its arrays are read-only (its contents cannot change; a kept result
   comes back session after session), the candidate rows, the task's request, what the rows that pass are offered,
   the node count and the table's columns.
+- `anti_carriers_kept` (predicates: plugins/_nodeindex.py): "does any placed pod carry a required anti-affinity
+  term?" is answered no without the node index's scan when the snapshot cache counted no such pod on its nodes
+  (`Snapshot.anti_carriers`, kept through every pod added, written and removed; checked against a full build when
+  `SnapshotCache.verify`) and no node the session changed holds one now: the untouched nodes hold the records'
+  tasks, and the scan counts only tasks on nodes. Any other case scans, as before.
 - `pod_terms_kept` (predicates, nodeorder: plugins/_nodeindex.py): a pod's parsed scheduling terms are kept across
   sessions by its shape (node selector, affinity, tolerations, spread constraints, labels, namespace: everything
   the parse reads), as the node index already keeps them within a session.
@@ -378,6 +383,7 @@ preempt_gang_bound = True
 allocate_quota_bound = True
 allocate_node_bound = True
 queue_bound_kept = True
+anti_carriers_kept = True
 fit_summaries_kept = True
 pod_facts_kept = True
 index_moves_in_place = True
@@ -411,7 +417,8 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "queue_sync_recounted", "light_podgroup_syncs", "settled_pass_skipped", "podgroup_quantities_shared",
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
-          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light", "queue_tree_kept")
+          "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light", "queue_tree_kept",
+          "anti_carriers_kept")
 
 
 @contextmanager

@@ -49,6 +49,9 @@ class Snapshot:
     # note the tasks and nodes it changes (Session._touch) so that they are put back before the next one.
     persistent: bool = False
     node_list: list[NodeInfo] | None = None  # nodes by table row, when the snapshot already has them
+    # How many tasks on the nodes have a pod with a required pod anti-affinity term (`requires_anti`), when the
+    # snapshot keeps count (cache.py); None: not counted.
+    anti_carriers: int | None = None
 
 
 def _time(ts: object, default: float = 0.0) -> float:
@@ -325,3 +328,15 @@ def _shape(p: Pod) -> tuple:
         tuple(sorted(p.labels.items())),
         p.namespace,
     )
+
+
+def requires_anti(pod: Any) -> bool:
+    """Whether the pod has a required pod anti-affinity term (what the node index parses into `req_anti`)."""
+    aff = pod.spec.affinity
+    paa = aff.pod_anti_affinity if aff else None
+    return paa is not None and bool(paa.required_during_scheduling_ignored_during_execution)
+
+
+def anti_carriers(snap: Snapshot) -> int:
+    """`Snapshot.anti_carriers` counted over the snapshot's nodes."""
+    return sum(1 for nd in snap.nodes.values() for t in nd.tasks.values() if t.pod is not None and requires_anti(t.pod))

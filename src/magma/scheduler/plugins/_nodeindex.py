@@ -395,6 +395,7 @@ class NodeIndex:
         self._carried: dict[str, dict[tuple, Carried]] = {"anti": {}, "pref_aff": {}, "pref_anti": {}}
         self._nonzero: np.ndarray | None = None  # (N, 2) extra cpu/memory of NonZeroRequested
         self.carried_version = 0  # moves whenever a placed pod's terms are counted or uncounted
+        self.anti_shortcuts = self.anti_shortcuts_missed = 0  # `_no_anti_carriers` answers (tests read them)
         # The scan (fast path placed_rows_kept): the carried terms and NonZeroRequested of the placed pods from
         # per-row records kept across sessions, without the facts classes (built only if a selector asks).
         self._scan_rows: list[_RowTasks] | None = None  # the session's record of each row, as scanned
@@ -628,6 +629,22 @@ class NodeIndex:
         for i, got in own.items():
             self._nonzero[i] = got
 
+    def _no_anti_carriers(self) -> bool:
+        """Does no task on a node have a pod with a required anti-affinity term? Told without a scan when the
+        snapshot counted none on its records (`Snapshot.anti_carriers`, kept by cache.py): then only the nodes the
+        session changed may hold one (`Session.touched_nodes`), and their tasks are looked at. False: not known."""
+        ssn = self.ssn
+        if getattr(ssn.snapshot, "anti_carriers", None) != 0:
+            self.anti_shortcuts_missed += 1
+            return False
+        for nd in ssn.touched_nodes:
+            for t in nd.tasks.values():
+                if t.pod is not None and _carries(t) and self.terms(t).req_anti:
+                    self.anti_shortcuts_missed += 1
+                    return False
+        self.anti_shortcuts += 1
+        return True
+
     def _counted(self, uid: str, row: int) -> bool:
         """After a scan (before a build): is the task counted, as `uid in self._placed` would say?"""
         if uid in self._added:
@@ -647,6 +664,8 @@ class NodeIndex:
     def carried(self, kind: str) -> list[Carried]:
         """Distinct terms of this kind that some placed pod carries ("anti", "pref_aff", "pref_anti")."""
         if self._placed is None and self._scan_rows is None:
+            if kind == "anti" and fastpath.anti_carriers_kept and self._no_anti_carriers():
+                return []  # (what the scan would give: the predicates ask this of every task shape)
             self._ready()
         book = self._carried[kind]
         return [c for c in book.values() if c.total > 0] if book else []
