@@ -12,6 +12,7 @@ from .interface import ClusterError, ClusterState, Event
 
 
 _EXTRA_NAMES: dict[tuple[type, str], bool] = {}
+_MISSING = object()
 
 
 def _extra_name(cls: type[BaseModel], name: str) -> bool:
@@ -27,9 +28,6 @@ def _extra_name(cls: type[BaseModel], name: str) -> bool:
             and not name.startswith("_") and name not in cls.model_fields and name not in cls.__class_vars__
             and getattr(cls, name, _MISSING) is _MISSING)
     return found
-
-
-_MISSING = object()
 
 
 class MemoryCluster:

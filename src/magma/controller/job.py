@@ -102,6 +102,7 @@ import hashlib
 import operator
 import uuid
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Callable, Iterable
 
 from magma.api.copying import deep_copy
@@ -471,7 +472,7 @@ class _Ctx:
     key: str
     state: ClusterState
     now: float
-    pods: dict[str, Pod]  # this job's pods by name, kept current across our own writes
+    pods: dict[str, Pod]  # this job's pods by name, kept current across our own writes (read-only on light syncs)
     pg_key: str  # the key of the job's PodGroup (its name holds the job's uid)
     writes: int = 0
     new_requests: list[Request] = field(default_factory=list)
@@ -799,9 +800,10 @@ class JobController:
                 index.refresh()
                 touched_before = key in index.touched
                 # nothing but its PodGroup was written since its last sync ended at a fixed point
-                light = key in podgroup_only and key not in index.other and key in self._settled
+                # (a refresh that rebuilt the index lost what was written: then neither)
+                light = key in podgroup_only and key not in index.other and key in self._settled and not index.full
                 # nothing was written since its last sync left its state pass settled; its ttl alone is due
-                timer = key in ttl_only and not touched_before and key in self._still
+                timer = key in ttl_only and not touched_before and key in self._still and not index.full
             settled = self._sync_one(job, state, now, by_job.get(key, {}), commands.pop(key, []), light, timer)
             if settled:
                 self._settled.add(key)
@@ -950,8 +952,8 @@ class JobController:
             self._still.discard(key)
             return True
         uid = job.metadata.uid
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=pods,  # (the light syncs read no pods)
-                   pg_key=_podgroup_key(job))
+        # (the light syncs read no pods; read-only, as the job index hands the same dict out again)
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=MappingProxyType(pods), pg_key=_podgroup_key(job))
         if timer:
             self._podgroup_pending_event(ctx)
             self._ttl(ctx)
@@ -2060,6 +2062,8 @@ class JobController:
             d.pop(key, None)
         self._settled.discard(key)
         self._still.discard(key)
+        if self._index is not None:
+            self._index.pods_found.pop(key, None)
         self._warned = {w for w in self._warned if w[0] != key}
 
     # -------------------------------------------------------------- commands

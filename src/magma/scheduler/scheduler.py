@@ -190,7 +190,7 @@ def close_session(ssn: Session, result: SessionResult) -> None:
         key = job.key
         if job.reason and job.count(_WAITING):
             reasons[key] = job.reason
-        fields = _fields(job, uid)  # (_status_fields)
+        fields = _fields(job, uid)
         phases[key] = fields[0]
         # The status object is made only when it is written (most sessions change few PodGroups).
         pg = job.podgroup
@@ -214,13 +214,9 @@ def close_session(ssn: Session, result: SessionResult) -> None:
     result.evicted_uids = dict(ssn.evicted_uids)
 
 
-def _status_fields(ssn: Session, job: JobInfo) -> tuple[str, list, int, int, int]:
-    """(phase, conditions, running, succeeded, failed) of the PodGroup status at close."""
-    return _fields(job, ssn.uid)
-
-
 def _fields(job: JobInfo, uid: str | None) -> tuple[str, list, int, int, int]:
-    """`_status_fields` for the session `uid` (None: a session that set no condition yet)."""
+    """(phase, conditions, running, succeeded, failed) of the PodGroup status at the close of the session `uid`
+    (None: a session that set no condition yet)."""
     if job.conditions is not None:
         conditions = job.conditions
     else:

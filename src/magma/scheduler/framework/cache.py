@@ -108,6 +108,8 @@ class _Pod:
     bare: JobInfo | None  # the job of its own (a pod of ours without a group)
     task: TaskInfo | None  # its task: in `job`, on `node`, or both
     node: NodeInfo | None  # the ready node whose task list (and the table's sums) hold the task
+    # counted in `anti_carriers` (read when counted: a pod written in place is taken out by what was counted)
+    anti: bool = False
 
 
 @dataclass(eq=False)
@@ -326,14 +328,15 @@ class SnapshotCache:
         key = p.key
         pos = self._cluster.position("Pod", key)
         in_job = task if job is not None and task is not None and job.tasks.get(task.uid) is task else None
-        self.pods[key] = _Pod(pos, p, req, job_key, job if in_job is not None else None, bare, task, node)
+        anti = node is not None and requires_anti(p)
+        self.pods[key] = _Pod(pos, p, req, job_key, job if in_job is not None else None, bare, task, node, anti)
         if task is not None:
             self.pos_of[id(task)] = pos
         if bare is not None:
             self.pos_of[id(bare)] = pos
         if job_key is not None:
             self.group_pods.setdefault(job_key, {})[key] = None
-        if node is not None and requires_anti(p):
+        if anti:
             self.anti_carriers += 1
         if job is None and job_key is None and p.spec.scheduler_name in self.names:
             self.skipped_pods[key] = (pos, snap_mod.bare_pod_skipped(p))
@@ -462,7 +465,7 @@ class SnapshotCache:
         if r.node is not None:
             self.snap.table.remove_task(r.node.index, t)
             del r.node.tasks[t.uid]
-            if requires_anti(r.pod):
+            if r.anti:
                 self.anti_carriers -= 1
         if r.job is not None:
             del r.job.tasks[t.uid]
@@ -540,16 +543,18 @@ class SnapshotCache:
             self.pos_of[id(t)] = pos
             _insert(node.tasks, t.uid, t, pos, self.pos_of)
             table.add_task(node.index, t)
-            if requires_anti(p):
+            anti = requires_anti(p)
+            if anti:
                 self.anti_carriers += 1
         else:
             t = task
             node = None
+            anti = False
         if task is not None and task.vec is None:
             task.vec = table.vec(task.resreq)
         if job_key is not None:
             self.group_pods.setdefault(job_key, {})[key] = None
-        r = self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node)
+        r = self.pods[key] = _Pod(pos, p, req, job_key, job if task is not None else None, bare, t, node, anti)
         return self._reflects(key, r)
 
     def _reflects(self, key: str, r: _Pod) -> bool:

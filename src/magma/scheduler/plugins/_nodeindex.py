@@ -396,6 +396,7 @@ class NodeIndex:
         self._nonzero: np.ndarray | None = None  # (N, 2) extra cpu/memory of NonZeroRequested
         self.carried_version = 0  # moves whenever a placed pod's terms are counted or uncounted
         self.anti_shortcuts = self.anti_shortcuts_missed = 0  # `_no_anti_carriers` answers (tests read them)
+        self._no_anti_at: int | None = None  # Session.placement_events when `_no_anti_carriers` last said True
         # The scan (fast path placed_rows_kept): the carried terms and NonZeroRequested of the placed pods from
         # per-row records kept across sessions, without the facts classes (built only if a selector asks).
         self._scan_rows: list[_RowTasks] | None = None  # the session's record of each row, as scanned
@@ -591,6 +592,9 @@ class NodeIndex:
         holds other task objects. The pods counted are `_build`'s: those with a pod on a node, not removed."""
         kept = _PlacedRows.of(self.nodes, self.table)
         records = kept.rows
+        # The records' sums as an array, read-only and kept with them: taken off while the records are renewed (a
+        # loop cut short leaves it to be made again from them), then given back with the renewed rows' sums.
+        sums, kept.nonzero = kept.nonzero, None
         removed = self._removed
         rows: list[_RowTasks] = [None] * self.n  # type: ignore[list-item]
         renewed: list[int] = []  # rows given a new record
@@ -614,17 +618,15 @@ class NodeIndex:
                 self._carry(t, i, 1)
         self._scan_rows = rows
         self._scan_removed = frozenset(removed)
-        # The records' sums as an array (read-only, kept with them): only the renewed rows' change.
-        sums = kept.nonzero
         if sums is None:
             sums = np.array([(0, 0) if r is None else r.nonzero for r in records], dtype=np.int64).reshape(self.n, 2)
+            sums.flags.writeable = False
         elif renewed:
             sums = sums.copy()
             for i in renewed:
                 sums[i] = records[i].nonzero
-        if sums is not kept.nonzero:
             sums.flags.writeable = False
-            kept.nonzero = sums
+        kept.nonzero = sums
         self._nonzero = sums.copy()  # (the session changes its own copy)
         for i, got in own.items():
             self._nonzero[i] = got
@@ -632,16 +634,19 @@ class NodeIndex:
     def _no_anti_carriers(self) -> bool:
         """Does no task on a node have a pod with a required anti-affinity term? Told without a scan when the
         snapshot counted none on its records (`Snapshot.anti_carriers`, kept by cache.py): then only the nodes the
-        session changed may hold one (`Session.touched_nodes`), and their tasks are looked at. False: not known."""
+        session changed may hold one (`Session.touched_nodes`), and their tasks are looked at, again only after a
+        placement event (a node's task dict changes only with one). False: not known."""
         ssn = self.ssn
         if getattr(ssn.snapshot, "anti_carriers", None) != 0:
             self.anti_shortcuts_missed += 1
             return False
-        for nd in ssn.touched_nodes:
-            for t in nd.tasks.values():
-                if t.pod is not None and _carries(t) and self.terms(t).req_anti:
-                    self.anti_shortcuts_missed += 1
-                    return False
+        if self._no_anti_at != ssn.placement_events:
+            for nd in ssn.touched_nodes:
+                for t in nd.tasks.values():
+                    if t.pod is not None and _carries(t) and self.terms(t).req_anti:
+                        self.anti_shortcuts_missed += 1
+                        return False
+            self._no_anti_at = ssn.placement_events
         self.anti_shortcuts += 1
         return True
 
