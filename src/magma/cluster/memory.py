@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterable
 
 from pydantic import BaseModel
@@ -11,23 +12,18 @@ from magma.api.objects import Command, Job, Node, Object, Pod, PodGroup, PodGrou
 from .interface import ClusterError, ClusterState, Event
 
 
-_EXTRA_NAMES: dict[tuple[type, str], bool] = {}
 _MISSING = object()
 
 
+@functools.cache
 def _extra_name(cls: type[BaseModel], name: str) -> bool:
     """Whether pydantic's setattr of `name` on a `cls` puts the value in the extras and marks it set, and nothing
     else: a model keeping unknown fields, not frozen, not validating assignments, and `name` neither a field, private
     nor anything of the class (the status counts of a Queue). Its setattr looks that up again at every write."""
-    key = (cls, name)
-    found = _EXTRA_NAMES.get(key)
-    if found is None:
-        config = cls.model_config
-        found = _EXTRA_NAMES[key] = (
-            config.get("extra") == "allow" and not config.get("frozen") and not config.get("validate_assignment")
+    config = cls.model_config
+    return (config.get("extra") == "allow" and not config.get("frozen") and not config.get("validate_assignment")
             and not name.startswith("_") and name not in cls.model_fields and name not in cls.__class_vars__
             and getattr(cls, name, _MISSING) is _MISSING)
-    return found
 
 
 class MemoryCluster:

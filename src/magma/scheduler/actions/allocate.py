@@ -112,13 +112,6 @@ class OrderedHeap(Generic[T]):
         return [e[2] for e in self._heap]
 
 
-def ordered(cmp: Callable[[T, T], int], items: list[T],
-            key: Callable[[T], Any] | None = None) -> "list[T] | OrderedHeap[T]":
-    """`OrderedHeap(cmp, items, key)` to pop from, or the list itself when it holds one item or none: a heap of one
-    pops the same and compares nothing (nor asks for a sort key)."""
-    return list(items) if len(items) <= 1 else OrderedHeap(cmp, items, key=key)
-
-
 def flag(value: Any, default: bool) -> bool:
     """A boolean action argument as Go's strconv.ParseBool reads it (bools, "true", "False", "1", ...)."""
     if value is None:
@@ -223,7 +216,6 @@ class PredicateCache:
         self.ssn = ssn
         self.enabled = enabled
         self._cache: dict[tuple, PredicateResult] = {}
-        self._by_key: dict[tuple, PredicateResult] = {}  # Session.predicate_key -> a result (`of_key`)
         self.generation = 0  # bumped by invalidate: results of an older generation are out of date
 
     @functools.cached_property
@@ -239,20 +231,8 @@ class PredicateCache:
             r = self._cache[task.shape] = self.ssn.predicate(task, self.rows)
         return r
 
-    def of_key(self, key: tuple, task: TaskInfo) -> PredicateResult:
-        """The result of the tasks of this predicate key (`Session.predicate_key`: tasks of equal keys get equal
-        results, as a shared group's stands for every task of its key): `task`'s, kept by the key. With the cache off
-        (`predicateErrorCacheEnable: false`), the task's own, evaluated afresh."""
-        if not self.enabled:
-            return self.get(task)
-        r = self._by_key.get(key)
-        if r is None:
-            r = self._by_key[key] = self.get(task)
-        return r
-
     def invalidate(self) -> None:
         self._cache.clear()
-        self._by_key.clear()
         self.generation += 1
 
 
@@ -845,12 +825,12 @@ class Allocator:
             return False
         first = tasks[0]
         k = ssn.allocatable_left(queue, first, exact=True)
-        if k is None or any(t.resreq != first.resreq for t in tasks):
+        if k is None:
             return False
         quota = fastpath.allocate_quota_bound and k < len(tasks)
         nodes = (fastpath.allocate_node_bound and k > 0 and job.homeless_turn
                  and job.min_available == len(job.tasks))
-        if not (quota or nodes):
+        if not (quota or nodes) or any(t.resreq != first.resreq for t in tasks):
             return False
         need = min(ssn.ready_need(job), len(tasks))
         if not need or (quota and not nodes and k >= need):
@@ -866,7 +846,7 @@ class Allocator:
         key = ssn.predicate_key(first)
         if key is None:
             return False
-        pred = self.predicates.of_key(key, first)
+        pred = self.predicates.get(first)  # (every task of its key gets the same result)
         mask = pred.mask
         room = ssn.table.future_idle()
         copies = room_copies(room[mask], first.vec)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from ..framework import JobInfo, QueueInfo, Session, action, fastpath
 from ..framework.jobindex import session_jobs
 from .. import reasons
-from .allocate import OrderedHeap, ordered, sorted_by_uid
+from .allocate import OrderedHeap, sorted_by_uid
 from .preempt import RunningWork, preemption_candidate
 
 
@@ -58,12 +58,12 @@ def enqueue(ssn: Session, arguments: dict) -> None:
         return  # no job to consider (fastpath.enqueue_idle)
     # Each queue's jobs by uid, then in JobOrder (a queue's only job needs no order, nor the sort key made for the
     # session).
-    waiting = {name: ordered(ssn.job_order_cmp, sorted_by_uid(queue_jobs),
-                             key=ssn.job_order_key() if len(queue_jobs) > 1 else None)
+    waiting = {name: OrderedHeap(ssn.job_order_cmp, sorted_by_uid(queue_jobs),
+                                 key=ssn.job_order_key() if len(queue_jobs) > 1 else None)
                for name, queue_jobs in pending.items()}
 
     gate = Gate(ssn)
-    if len(waiting) <= 1:
+    if fastpath.enqueue_idle and len(waiting) <= 1:
         # One queue with Pending jobs: the queue order cannot interleave it with another one (each other queue
         # would be popped once and dropped), so its jobs are considered in job order without ordering the queues
         # (asking the queue-order functions would change nothing: see fastpath.enqueue_idle).

@@ -74,7 +74,7 @@ from .. import reasons
 from ..framework.jobindex import session_jobs
 from ..framework.kept import Memo, PerConfig
 from ..framework.nodes import copies_fit
-from .allocate import PredicateCache, flag, group_key, int_arg, ordered, sorted_by_uid
+from .allocate import OrderedHeap, PredicateCache, flag, group_key, int_arg, sorted_by_uid
 
 S = TaskStatus
 PREEMPT_STATUSES = PREEMPTABLE  # what preempt takes
@@ -194,9 +194,8 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     alloc = work.figures.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
-    need = reasons.gang_need(ssn, job)._v if job.tasks else {
-        k: v for k, v in job.min_resources.items() if k != PODS}
-    if not _within(alloc._v, need, deserved._v):
+    need = reasons.gang_need(ssn, job) if job.tasks else reasons.without_pods(job.min_resources)
+    if not _within(alloc._v, need._v, deserved._v):
         return False
     return any(q != job.queue for q in work.over)
 
@@ -1498,8 +1497,8 @@ def preempt(ssn: Session, arguments: dict) -> None:
     for job in found:
         under_request.setdefault(job.queue, []).append(job)
     # Queues in QueueOrder, each one's preemptors in JobOrder.
-    queues = ordered(ssn.queue_order_cmp, [ssn.queues[name] for name in under_request])
-    preemptors = {name: ordered(ssn.job_order_cmp, jobs) for name, jobs in under_request.items()}
+    queues = OrderedHeap(ssn.queue_order_cmp, [ssn.queues[name] for name in under_request])
+    preemptors = {name: OrderedHeap(ssn.job_order_cmp, jobs) for name, jobs in under_request.items()}
 
     while queues:
         queue = queues.pop()

@@ -144,7 +144,6 @@ class SnapshotCache:
         # made at the session's open from the Queues written.
         self.records_version = 0
         self.facts_kept = 0  # pods written in place whose request and shape were kept (fast path pod_facts_kept)
-        self._phase_kept: set[str] = set()  # uids of the jobs the last ingest kept whole, their phase too
 
     # ------------------------------------------------------------------ the session's view
     def snapshot(self, cluster: Any, state: ClusterState) -> Snapshot:
@@ -175,7 +174,7 @@ class SnapshotCache:
         done = False
         changed_jobs: set[str] = set()
         pod_jobs: set[str] = set()  # the jobs of the changed pods, before and after
-        self._phase_kept = set()
+        phase_kept: set[str] = set()  # the jobs kept whole with their phase (filled by _apply)
         if changes is None:
             self._queues = None
         elif self._queues is not None:
@@ -184,7 +183,7 @@ class SnapshotCache:
         if changes is not None:
             changed_jobs = self._job_uids(changes, pod_jobs)
             try:
-                done = self._apply(state, changes)
+                done = self._apply(state, changes, phase_kept)
             except _Rebuild:
                 done = False
         if not done:
@@ -192,7 +191,7 @@ class SnapshotCache:
         else:
             changed_jobs |= self._job_uids(changes, pod_jobs)
         self.version = cluster.version
-        self._update_index(changed_jobs if done else None, self._phase_kept - pod_jobs)
+        self._update_index(changed_jobs if done else None, phase_kept - pod_jobs)
 
     def opened(self, session: Any) -> None:
         self._last = session
@@ -362,7 +361,7 @@ class SnapshotCache:
         return on_nodes == sum(len(nd.tasks) for nd in snap.nodes.values())
 
     # ------------------------------------------------------------------ applying changes
-    def _apply(self, state: ClusterState, changes: list[tuple[str, str]]) -> bool:
+    def _apply(self, state: ClusterState, changes: list[tuple[str, str]], phase_kept: set[str]) -> bool:
         if not self.supported:
             return False
         groups: set[str] = set()
@@ -383,7 +382,7 @@ class SnapshotCache:
         moved = {key: self._status_only(state, key) for key in groups}
         groups = {key for key, m in moved.items() if m is None}
         # jobs kept whole with their phase: the same figures unless a pod of theirs was written too
-        self._phase_kept = {self.groups[key].job.uid for key, m in moved.items() if m is False}
+        phase_kept.update(self.groups[key].job.uid for key, m in moved.items() if m is False)
         altered = bool(groups) or any(moved.values())
         for key in groups:
             pods.update(self.group_pods.get(key, ()))

@@ -132,9 +132,10 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   the figures filled in after (Resources never change in place; adding to an empty vector gives the other one, as
   adding to a new empty vector does), and copied by their dict (what copy.copy does for them).
 - `enqueue_idle` (enqueue): a session without a Pending job (in a queue of the session) returns at once, before
-  sorting the jobs and listing the queues, which would decide nothing. (With one queue of Pending jobs or none the
-  queues are not ordered either way: asking the queue-order functions changes nothing, as their plugins' lazy
-  figures, drf's queue tree, are made on the first question from the same state instead.)
+  sorting the jobs and listing the queues, which would decide nothing. With Pending jobs in one queue only, those
+  jobs are considered in job order without ordering the queues (each other queue would be popped once and dropped;
+  asking the queue-order functions changes nothing, as their plugins' lazy figures, drf's queue tree, are made on
+  the first question from the same state instead).
 - `vector_memos` (the share plugins' `_queuetree.no_pods` and `finite`): their answers are kept by the vector given
   (its amounts, names in their order, which the answer keeps), a function of it alone (a Resources never changes);
   the same few vectors (minResources, queue bounds, the figures of queue reports) come back at every session.

@@ -146,10 +146,10 @@ class JobIndex:
         del self.records[uid]
         self.records[uid] = rec
         q = self.queue_sums[rec.queue]
-        self.queues_written += 1
         for i, (a, b) in enumerate(zip(old.sums, rec.sums)):
             if a == b and not _drops(q[i], a):
                 continue
+            self.queues_written += 1
             q[i] = q[i] - a + b
         dims = self.dims
         if any(dims[d] == 1 for d in rec.dims):  # one would leave the Counter and come back last

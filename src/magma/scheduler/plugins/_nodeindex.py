@@ -395,7 +395,6 @@ class NodeIndex:
         self._carried: dict[str, dict[tuple, Carried]] = {"anti": {}, "pref_aff": {}, "pref_anti": {}}
         self._nonzero: np.ndarray | None = None  # (N, 2) extra cpu/memory of NonZeroRequested
         self.carried_version = 0  # moves whenever a placed pod's terms are counted or uncounted
-        self.anti_shortcuts = self.anti_shortcuts_missed = 0  # `_no_anti_carriers` answers (tests read them)
         self._no_anti_at: int | None = None  # Session.placement_events when `_no_anti_carriers` last said True
         # The scan (fast path placed_rows_kept): the carried terms and NonZeroRequested of the placed pods from
         # per-row records kept across sessions, without the facts classes (built only if a selector asks).
@@ -638,16 +637,13 @@ class NodeIndex:
         placement event (a node's task dict changes only with one). False: not known."""
         ssn = self.ssn
         if getattr(ssn.snapshot, "anti_carriers", None) != 0:
-            self.anti_shortcuts_missed += 1
             return False
         if self._no_anti_at != ssn.placement_events:
             for nd in ssn.touched_nodes:
                 for t in nd.tasks.values():
                     if t.pod is not None and _carries(t) and self.terms(t).req_anti:
-                        self.anti_shortcuts_missed += 1
                         return False
             self._no_anti_at = ssn.placement_events
-        self.anti_shortcuts += 1
         return True
 
     def _counted(self, uid: str, row: int) -> bool:
