@@ -200,3 +200,38 @@ def test_the_queue_share_bound_passes_over_turns_with_the_same_decisions(monkeyp
     for seed in range(12):
         assert sessions(seed, 8, 6, True) == sessions(seed, 8, 6, False, switches=("preempt_gang_bound",)), seed
     assert decided
+
+
+def _counted_with_and_without(switch: str, count: list[int]) -> tuple[int, int]:
+    """`count[0]` over the sessions of six seeds with `switch` on, then off (the sessions must decide the same)."""
+    runs = []
+    for ctx in (contextlib.nullcontext(), fastpath.disabled(switch)):
+        count[0] = 0
+        with ctx:
+            runs.append(([sessions(seed, 8, 6, True) for seed in range(6)], count[0]))
+    assert runs[0][0] == runs[1][0]
+    return runs[0][1], runs[1][1]
+
+
+def test_kept_job_bounds_are_the_votes_asked_afresh_and_decide_the_same(monkeypatch):
+    """fastpath.job_bounds_kept: each pair `Session.victim_job_bounds` gives is the one the bounds give when asked
+    now; pairs kept from earlier turns and sessions are given (fewer jobs asked), and the sessions decide the same
+    without them."""
+    from magma.scheduler.framework import session as session_mod
+
+    asked = [0]
+    fresh, bounds = session_mod._job_bounds, session_mod.Session.victim_job_bounds
+
+    def counting(tiers, actor, jobs):
+        asked[0] += len(jobs)
+        return fresh(tiers, actor, jobs)
+
+    def checking(self, point, actor, jobs):
+        got = bounds(self, point, actor, jobs)
+        assert got == fresh(self._bounds_tiers(point), actor, jobs)
+        return got
+
+    monkeypatch.setattr(session_mod, "_job_bounds", counting)
+    monkeypatch.setattr(session_mod.Session, "victim_job_bounds", checking)
+    kept, fresh = _counted_with_and_without("job_bounds_kept", asked)
+    assert 0 < kept < fresh, (kept, fresh)

@@ -171,6 +171,12 @@ class Resources(Mapping[str, int]):
                 out[k] = min(0, v)
         return Resources(out)
 
+    def without(self, name: str) -> "Resources":
+        """This vector less one resource: the vector itself when it has none of it (vectors never change)."""
+        if name not in self._v:
+            return self
+        return Resources._of({k: v for k, v in self._v.items() if k != name})
+
     def only(self, names: Iterable[str]) -> "Resources":
         keep = set(names)
         return Resources({k: v for k, v in self._v.items() if k in keep})

@@ -221,7 +221,7 @@ def _gang_sum(job: JobInfo, waiting: list[TaskInfo]) -> tuple[bool, Resources]:
 
 
 def without_pods(res: Resources) -> Resources:
-    return Resources({k: v for k, v in res.items() if k != PODS})
+    return res.without(PODS)
 
 
 def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:

@@ -333,6 +333,13 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   the same queue names and the same queue records in the same order, without reading each record's parent: a
   record is never changed once made (the snapshot makes a new one for a Queue written since), and a tree reads
   only the names and parents.
+- `job_bounds_kept` (preempt: `Session.victim_job_bounds`): each job's pair (may the vote give some, every task
+  of it) is kept with the job's counts (`JobInfo.memo`: renewed when a task of the job changes status or the job's
+  tasks change) under what the bounds read besides the job's tasks and fixed fields, when every bound says it
+  (`job_bounds_key`: drf's preemptor job allocation, preemptor request and cluster total, which give the preemptor's
+  share; priority's preemptor job and its priority), the key standing as a small int token (never given to another
+  key). The tiers combine the bounds per job, so a job's pair does not depend on the others asked with it. A queue's
+  running jobs are asked again for each waiting preemptor, session after session, with the same answers.
 """
 
 from __future__ import annotations
@@ -406,6 +413,7 @@ queue_status_writes_kept = True
 plugin_flags_kept = True
 ttl_syncs_light = True
 queue_tree_kept = True
+job_bounds_kept = True
 
 _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo", "queue_bound_memo",
           "incremental_snapshot", "preempt_pruning", "preempt_caches", "job_index", "preempt_active_jobs",
@@ -422,7 +430,7 @@ _NAMES = ("shared_groups", "backfill_groups", "job_order_key", "queue_order_memo
           "water_fill_columns", "pod_terms_kept", "predicate_sums_kept",
           "proportion_key_parts", "proportion_attrs_lent", "queue_status_writes_kept", "plugin_flags_kept",
           "allocate_node_bound", "queue_bound_kept", "fit_summaries_kept", "ttl_syncs_light", "queue_tree_kept",
-          "anti_carriers_kept")
+          "anti_carriers_kept", "job_bounds_kept")
 
 
 @contextmanager

@@ -9,6 +9,7 @@ new one first asks.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Any, Callable
 
@@ -27,6 +28,20 @@ class Memo(dict):
             self.clear()
         self[key] = value
         return value
+
+
+class Tokens:
+    """Small ints standing for keys (for memos keyed by them: an int hashes at once, a tuple of vectors again at
+    every lookup); equal tokens, equal keys. A token is never given to another key (a counter); a key given a token
+    again after the `limit` dropped the kept ones only misses in those memos."""
+
+    def __init__(self, limit: int):
+        self._kept = Memo(limit)
+        self._next = itertools.count(1)
+
+    def of(self, key: Any) -> int:
+        got = self._kept.get(key)
+        return got if got is not None else self._kept.keep(key, next(self._next))
 
 
 def by_arguments(memo: Memo, arguments: dict, read: Callable[[dict], Any]) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from magma.api.resources import Resources
 
 from . import fastpath
-from .kept import Memo
+from .kept import Memo, Tokens
 from .info import PREEMPTABLE, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from .snapshot import Snapshot
 
@@ -98,6 +98,27 @@ _MISSING = object()
 # result again (predicates keeps its verdicts over all rows) gives the same combination.
 _COMBINED = Memo(1024)
 
+
+
+def _job_bounds(tiers: list[list[Callable]], actor: TaskInfo, jobs: list[JobInfo]) -> list[tuple[bool, bool]]:
+    """`Session.victim_job_bounds` from the bounds per tier: each job's pair is the OR over the tiers of the AND of
+    the tier's bounds (the loop stops once every pair is (True, True): later tiers could add nothing)."""
+    out: list[tuple[bool, bool]] | None = None
+    for bounds in tiers:
+        if len(bounds) == 1:
+            pairs = list(bounds[0](actor, jobs))  # (one bound: the tier's own pairs)
+        else:
+            pairs = [(True, True)] * len(jobs)
+            for bound in bounds:
+                pairs = [(s and bs, e and be) for (s, e), (bs, be) in zip(pairs, bound(actor, jobs))]
+        out = pairs if out is None else [(s or ts, e or te) for (s, e), (ts, te) in zip(out, pairs)]
+        if all(s and e for s, e in out):
+            break
+    return out if out is not None else [(False, False)] * len(jobs)
+
+
+# The job-bounds keys of `Session.victim_job_bounds` as small ints (each job's memo is looked up under one).
+_BOUNDS_TOKENS = Tokens(1024)
 
 
 def _placements_needed(fns, job: JobInfo) -> int:
@@ -467,25 +488,42 @@ class Session:
         other fields: callers keep them for actors of one job with equal requests. A task is given only by the
         deciding tier (the first whose non-abstaining functions all give something), and there only when every such
         function gives it: so only by a tier none of whose bounds refuses it. An upper bound, for pruning (preempt's
-        `_workable`)."""
+        `_workable`). `jobs` are jobs of the session (with fastpath.job_bounds_kept their pairs are kept with them)."""
+        key = self._job_bounds_key(point, actor) if fastpath.job_bounds_kept else None
+        if key is None:
+            return _job_bounds(self._bounds_tiers(point), actor, jobs)
+        # Each job's pair is its own (the tiers combine per job): kept with the job's counts under the key.
+        out: list = [job.stats().memo.get(key) for job in jobs]
+        if None in out:
+            at = [i for i, pair in enumerate(out) if pair is None]
+            for i, pair in zip(at, _job_bounds(self._bounds_tiers(point), actor, [jobs[i] for i in at])):
+                out[i] = jobs[i].stats().memo[key] = pair
+        return out
+
+    def _bounds_tiers(self, point: str) -> list[list[Callable]]:
+        """Per tier with functions (a tier without any never decides), the job bounds of those that have one."""
         tiers = self._enabled_cache.get((point, "job_bounds"))
         if tiers is None:
-            # per tier with functions (a tier without any never decides), the bounds of those that have one
             tiers = self._enabled_cache[(point, "job_bounds")] = [
                 [b for b in (getattr(fn, "job_bounds", None) for _, fn in tier) if b is not None]
                 for tier in self._enabled(point) if tier]
-        out: list[tuple[bool, bool]] | None = None
-        for bounds in tiers:
-            if len(bounds) == 1:
-                pairs = list(bounds[0](actor, jobs))  # (one bound: the tier's own pairs)
-            else:
-                pairs = [(True, True)] * len(jobs)
-                for bound in bounds:
-                    pairs = [(s and bs, e and be) for (s, e), (bs, be) in zip(pairs, bound(actor, jobs))]
-            out = pairs if out is None else [(s or ts, e or te) for (s, e), (ts, te) in zip(out, pairs)]
-            if all(s and e for s, e in out):
-                break
-        return out if out is not None else [(False, False)] * len(jobs)
+        return tiers
+
+    def _job_bounds_key(self, point: str, actor: TaskInfo) -> tuple | None:
+        """What the `point` vote's job bounds read besides each job's tasks and fixed fields, when every bound says
+        (an attribute `job_bounds_key(actor)` on its vote function, None: not for this actor); None otherwise."""
+        fns = self._enabled_cache.get((point, "job_bounds_key"))
+        if fns is None:
+            fns = self._enabled_cache[(point, "job_bounds_key")] = [
+                getattr(fn, "job_bounds_key", None) for tier in self._enabled(point) for _, fn in tier
+                if getattr(fn, "job_bounds", None) is not None]
+        keys = [point]
+        for fn in fns:
+            key = fn(actor) if fn is not None else None
+            if key is None:
+                return None
+            keys.append(key)
+        return ("victim_job_bounds", _BOUNDS_TOKENS.of(tuple(keys)))  # (hashed once here, not at each job's lookup)
 
     _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
 

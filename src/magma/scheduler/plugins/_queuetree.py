@@ -100,7 +100,7 @@ def no_pods(res: Resources) -> Resources:
 
 
 def _no_pods(res: Resources) -> Resources:
-    return Resources({k: v for k, v in res.items() if k != PODS})
+    return Resources(res).without(PODS)  # (a copy first: a vector given as a plain mapping)
 
 
 def capability_names(q: QueueInfo | None) -> set[str]:

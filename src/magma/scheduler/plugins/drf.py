@@ -238,6 +238,7 @@ class DrfPlugin:
             return self.victims(actor, cands), False
 
         vote.job_bounds = self.job_bounds  # type: ignore[attr-defined]
+        vote.job_bounds_key = self.job_bounds_key  # type: ignore[attr-defined]
         ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_order", NAME, self.job_order)
         if self.hierarchy:
@@ -321,6 +322,13 @@ class DrfPlugin:
             # given when the preemptor's share is below or within SHARE_DELTA (victims)
             out.append((ls < s0 or abs(ls - s0) <= SHARE_DELTA, ls < s_all or abs(ls - s_all) <= SHARE_DELTA))
         return out
+
+    def job_bounds_key(self, preemptor: TaskInfo) -> tuple:
+        """What `job_bounds` reads besides each job's tasks (Session.victim_job_bounds): the preemptor job's
+        allocation and the preemptor's request (its share with it placed), and the cluster's total. A job's
+        allocation here is that of its tasks (kept with them by events and the job index) for the jobs of the
+        session, the ones it is asked about."""
+        return (NAME, self.allocated.get(preemptor.job), preemptor.resreq, self.total)
 
     def victims(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         mine = self.allocated.get(preemptor.job)

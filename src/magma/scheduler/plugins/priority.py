@@ -69,6 +69,13 @@ def priority_job_bounds(ssn: Session, preemptor: TaskInfo, jobs: list[JobInfo]) 
     return out
 
 
+def priority_job_bounds_key(ssn: Session, preemptor: TaskInfo) -> tuple:
+    """What `priority_job_bounds` reads besides each job's fixed fields, for jobs of the session (each is the
+    session's own): the preemptor's job and its priority."""
+    pjob = ssn.jobs.get(preemptor.job)
+    return (NAME, preemptor.job, None if pjob is None else pjob.priority)
+
+
 @plugin(NAME)
 class PriorityPlugin:
     def __init__(self, arguments: dict | None = None):
@@ -82,5 +89,6 @@ class PriorityPlugin:
             return priority_victims(ssn, actor, cands), False
 
         vote.job_bounds = lambda actor, jobs: priority_job_bounds(ssn, actor, jobs)  # type: ignore[attr-defined]
+        vote.job_bounds_key = lambda actor: priority_job_bounds_key(ssn, actor)  # type: ignore[attr-defined]
         ssn.add_fn("preemptable", NAME, vote)
         ssn.add_fn("job_starving", NAME, starving)

@@ -45,13 +45,12 @@ realCapability and share (the simulator's `queues[].deserved`).
 from __future__ import annotations
 
 import copy
-import itertools
 from typing import Any
 
 from magma.api.resources import EMPTY, PODS, Resources
 
 from ..framework import ABSTAIN, PERMIT, REJECT, EventHandler, JobInfo, QueueInfo, Session, TaskInfo, fastpath, plugin
-from ..framework.kept import Memo
+from ..framework.kept import Memo, Tokens
 from ._queuetree import (
     ROOT,
     QueueAttr,
@@ -207,17 +206,8 @@ def _static_key(ssn: Session, tree: QueueTree, info: dict[str, QueueInfo | None]
 
 
 # Small ints standing for keys made of many vectors (a queue's bounds, a fill's fixed inputs), for the memos keyed by
-# them: equal tokens, equal keys. Hashing an int is quicker than hashing its key again at every lookup. A token is
-# never given to another key (counted on); a key given a token again after the memo was dropped only misses.
-_TOKENS = Memo(1024)
-_NEXT_TOKEN = itertools.count(1)
-
-
-def _token(key: tuple) -> int:
-    got = _TOKENS.get(key)
-    if got is None:
-        got = _TOKENS.keep(key, next(_NEXT_TOKEN))
-    return got
+# them (kept.Tokens): hashing an int is quicker than hashing its key again at every lookup.
+_token = Tokens(1024).of
 
 
 # What build_attrs' key reads of one queue record, by the record (fastpath.proportion_key_parts): a record is never
