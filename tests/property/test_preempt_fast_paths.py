@@ -235,3 +235,23 @@ def test_kept_job_bounds_are_the_votes_asked_afresh_and_decide_the_same(monkeypa
     monkeypatch.setattr(session_mod.Session, "victim_job_bounds", checking)
     kept, fresh = _counted_with_and_without("job_bounds_kept", asked)
     assert 0 < kept < fresh, (kept, fresh)
+
+
+def test_kept_job_bounds_are_capped_per_job_and_decide_the_same(monkeypatch):
+    """fastpath.job_bounds_kept keeps at most `_BOUNDS_PER_JOB` keys per job (the key follows the preemptor, so a
+    long-running job would gather them): with the cap at 1, no job ever holds more (uncapped, jobs of these runs
+    hold up to 4), and the sessions still decide as with the switch off."""
+    from magma.scheduler.framework import session as session_mod
+
+    monkeypatch.setattr(session_mod, "_BOUNDS_PER_JOB", 1)
+    bounds, most = session_mod.Session.victim_job_bounds, [0]
+
+    def checking(self, point, actor, jobs):
+        got = bounds(self, point, actor, jobs)
+        for job in jobs:
+            most[0] = max(most[0], len(job.stats().memo.get(session_mod._KEPT_BOUNDS) or ()))
+        return got
+
+    monkeypatch.setattr(session_mod.Session, "victim_job_bounds", checking)
+    _counted_with_and_without("job_bounds_kept", [0])
+    assert most[0] == 1

@@ -117,8 +117,10 @@ def _job_bounds(tiers: list[list[Callable]], actor: TaskInfo, jobs: list[JobInfo
     return out if out is not None else [(False, False)] * len(jobs)
 
 
-# The job-bounds keys of `Session.victim_job_bounds` as small ints (each job's memo is looked up under one).
+# The job-bounds keys of `Session.victim_job_bounds` as small ints, and where a job's memo keeps its pairs by them.
 _BOUNDS_TOKENS = Tokens(1024)
+_KEPT_BOUNDS = "session.victim_job_bounds"
+_BOUNDS_PER_JOB = 64
 
 
 def _placements_needed(fns, job: JobInfo) -> int:
@@ -492,12 +494,20 @@ class Session:
         key = self._job_bounds_key(point, actor) if fastpath.job_bounds_kept else None
         if key is None:
             return _job_bounds(self._bounds_tiers(point), actor, jobs)
-        # Each job's pair is its own (the tiers combine per job): kept with the job's counts under the key.
-        out: list = [job.stats().memo.get(key) for job in jobs]
+        # Each job's pair is its own (the tiers combine per job): kept with the job's counts under the key, at most
+        # _BOUNDS_PER_JOB keys per job (the key follows other jobs, so a long-running job would otherwise gather them).
+        out: list = []
+        for job in jobs:
+            kept = job.stats().memo.get(_KEPT_BOUNDS)
+            out.append(kept.get(key) if kept is not None else None)
         if None in out:
             at = [i for i, pair in enumerate(out) if pair is None]
             for i, pair in zip(at, _job_bounds(self._bounds_tiers(point), actor, [jobs[i] for i in at])):
-                out[i] = jobs[i].stats().memo[key] = pair
+                memo = jobs[i].stats().memo
+                kept = memo.get(_KEPT_BOUNDS)
+                if kept is None or len(kept) >= _BOUNDS_PER_JOB:
+                    kept = memo[_KEPT_BOUNDS] = {}
+                out[i] = kept[key] = pair
         return out
 
     def _bounds_tiers(self, point: str) -> list[list[Callable]]:
@@ -509,9 +519,10 @@ class Session:
                 for tier in self._enabled(point) if tier]
         return tiers
 
-    def _job_bounds_key(self, point: str, actor: TaskInfo) -> tuple | None:
-        """What the `point` vote's job bounds read besides each job's tasks and fixed fields, when every bound says
-        (an attribute `job_bounds_key(actor)` on its vote function, None: not for this actor); None otherwise."""
+    def _job_bounds_key(self, point: str, actor: TaskInfo) -> int | None:
+        """What the `point` vote's job bounds read besides each job's tasks and fixed fields, as a token, when every
+        bound says (an attribute `job_bounds_key(actor)` on its vote function, None: not for this actor); None
+        otherwise."""
         fns = self._enabled_cache.get((point, "job_bounds_key"))
         if fns is None:
             fns = self._enabled_cache[(point, "job_bounds_key")] = [
@@ -523,7 +534,7 @@ class Session:
             if key is None:
                 return None
             keys.append(key)
-        return ("victim_job_bounds", _BOUNDS_TOKENS.of(tuple(keys)))  # (hashed once here, not at each job's lookup)
+        return _BOUNDS_TOKENS.of(tuple(keys))  # (hashed once here, not at each job's lookup)
 
     _victim_orders: dict[str, tuple[Any, list[TaskInfo]]] | None = None
 
