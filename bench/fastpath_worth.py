@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine  # noqa: E402
-from simulator_week import SEED_DIR, workload  # noqa: E402
+from simulator_week import scenario_paths  # noqa: E402
 
 from magma.scheduler.framework import fastpath  # noqa: E402
 from magma.sim.runner import Simulation  # noqa: E402
@@ -64,9 +64,7 @@ def main(argv=None) -> int:
     print(f"magma fast-path worth: {args.jobs} jobs over {args.days:g} days (bench/simulator_week.py's workload), "
           f"{args.rounds} round(s); {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "synthetic-jobs.yaml"
-        path.write_text(workload(args))
-        paths = [SEED_DIR / "cluster.yaml", SEED_DIR / "queues.yaml", SEED_DIR / "scheduler-config.yaml", path]
+        paths = scenario_paths(args, Path(tmp))
 
         from rich.progress import Progress
 

@@ -94,6 +94,13 @@ def workload(args) -> str:
     return "".join(out)
 
 
+def scenario_paths(args, tmp: Path) -> list[Path]:
+    """The seed cluster's files and the workload (written into `tmp`): what `magma simulate` would be given."""
+    path = tmp / "synthetic-jobs.yaml"
+    path.write_text(workload(args))
+    return [SEED_DIR / "cluster.yaml", SEED_DIR / "queues.yaml", SEED_DIR / "scheduler-config.yaml", path]
+
+
 def session_parts(trace) -> dict[str, float]:
     """Seconds spent in each action, and in opening and closing, summed over the sessions run."""
     out: dict[str, float] = {}
@@ -115,9 +122,7 @@ def main(argv=None) -> int:
     print(f"magma simulator benchmark: seed cluster (32 x 8 H100), {args.jobs} jobs over {args.days:g} days, "
           f"emergency every {args.emergency_every:g} h, seed {args.seed}; {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "synthetic-jobs.yaml"
-        path.write_text(workload(args))
-        paths = [SEED_DIR / "cluster.yaml", SEED_DIR / "queues.yaml", SEED_DIR / "scheduler-config.yaml", path]
+        paths = scenario_paths(args, Path(tmp))
         scenario = timed_build("loading the scenario", lambda: load_scenario(paths))
     sim = Simulation(scenario, period=args.period)
 

@@ -220,27 +220,27 @@ def test_kept_job_bounds_are_the_votes_asked_afresh_and_decide_the_same(monkeypa
     from magma.scheduler.framework import session as session_mod
 
     asked = [0]
-    fresh, bounds = session_mod._job_bounds, session_mod.Session.victim_job_bounds
+    ask, bounds = session_mod._job_bounds, session_mod.Session.victim_job_bounds
 
     def counting(tiers, actor, jobs):
         asked[0] += len(jobs)
-        return fresh(tiers, actor, jobs)
+        return ask(tiers, actor, jobs)
 
     def checking(self, point, actor, jobs):
         got = bounds(self, point, actor, jobs)
-        assert got == fresh(self._bounds_tiers(point), actor, jobs)
+        assert got == ask(self._bounds_tiers(point), actor, jobs)
         return got
 
     monkeypatch.setattr(session_mod, "_job_bounds", counting)
     monkeypatch.setattr(session_mod.Session, "victim_job_bounds", checking)
-    kept, fresh = _counted_with_and_without("job_bounds_kept", asked)
-    assert 0 < kept < fresh, (kept, fresh)
+    asked_kept, asked_fresh = _counted_with_and_without("job_bounds_kept", asked)
+    assert 0 < asked_kept < asked_fresh, (asked_kept, asked_fresh)
 
 
 def test_kept_job_bounds_are_capped_per_job_and_decide_the_same(monkeypatch):
     """fastpath.job_bounds_kept keeps at most `_BOUNDS_PER_JOB` keys per job (the key follows the preemptor, so a
-    long-running job would gather them): with the cap at 1, no job ever holds more (uncapped, jobs of these runs
-    hold up to 4), and the sessions still decide as with the switch off."""
+    long-running job would gather them): with the cap at 1, no job ever holds more, and the sessions still decide
+    as with the switch off."""
     from magma.scheduler.framework import session as session_mod
 
     monkeypatch.setattr(session_mod, "_BOUNDS_PER_JOB", 1)
@@ -255,3 +255,30 @@ def test_kept_job_bounds_are_capped_per_job_and_decide_the_same(monkeypatch):
     monkeypatch.setattr(session_mod.Session, "victim_job_bounds", checking)
     _counted_with_and_without("job_bounds_kept", [0])
     assert most[0] == 1
+
+
+# drf moved into priority's tier: their bounds are ANDed there, where CONF ORs them across two tiers.
+ONE_TIER_CONF = CONF.replace("  - name: drf\n", "").replace("  - name: conformance\n",
+                                                            "  - name: conformance\n  - name: drf\n")
+
+
+def test_kept_job_bounds_follow_a_change_of_configuration():
+    """fastpath.job_bounds_kept: a scheduler given another configuration between sessions (the same plugins in
+    other tiers) keeps its snapshot, and with it the jobs' kept pairs; the tiers' layout is part of their key, so
+    the sessions decide as with the switch off."""
+    assert ONE_TIER_CONF != CONF
+
+    def run(seed: int, fast: bool) -> list:
+        cluster = MemoryCluster(full_cluster(seed, 8, 6), clock=lambda: 1000.0)
+        scheduler = Scheduler(cluster, parse_config(ONE_TIER_CONF).config)
+        out = []
+        with contextlib.nullcontext() if fast else fastpath.disabled("job_bounds_kept"):
+            for text in (ONE_TIER_CONF, CONF, CONF, ONE_TIER_CONF):
+                scheduler.config = parse_config(text).config
+                r = scheduler.run_once()
+                out.append((r.binds, r.evictions, sorted(r.phases.items()), sorted(r.reasons.items())))
+                cluster.finish_deletions(float("inf"))
+        return out
+
+    for seed in range(40):
+        assert run(seed, True) == run(seed, False), seed

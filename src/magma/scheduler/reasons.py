@@ -194,7 +194,7 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
         summed = _gang_sum(job, ssn.sorted_tasks(_waiting(job)))
     empty, need = summed
     if task is not None and empty:
-        return without_pods(task.resreq)
+        return task.resreq.without(PODS)
     return need
 
 
@@ -217,11 +217,7 @@ def _missing(job: JobInfo) -> int:
 def _gang_sum(job: JobInfo, waiting: list[TaskInfo]) -> tuple[bool, Resources]:
     """(whether the first missing ones of `waiting` ask for nothing at all, what they ask for but pods)."""
     need = Resources.sum(t.resreq for t in waiting[:_missing(job)])
-    return need.is_empty(), without_pods(need)
-
-
-def without_pods(res: Resources) -> Resources:
-    return res.without(PODS)
+    return need.is_empty(), need.without(PODS)
 
 
 def queue_bound_reason(ssn: Session, queue_name: str, need: Resources) -> str:
@@ -320,7 +316,7 @@ def queue_overused_reason(ssn: Session, queue) -> str:
 def enqueue_reason(ssn: Session, job: JobInfo) -> str:
     """Why enqueue kept the job Pending, when no plugin said it: its minResources against the queue's real
     capability (if published) and the cluster's idle resources."""
-    need = without_pods(job.min_resources)
+    need = job.min_resources.without(PODS)
     dims = [r for r in sorted(need) if need[r] > 0]
     fig = queue_figures(ssn).get(job.queue)
     real, alloc = figure(fig, "realCapability"), figure(fig, "allocated")
@@ -361,7 +357,7 @@ def job_reason(ssn: Session, job: JobInfo) -> str | None:
     if job.is_pending():
         if detail:
             return detail
-        need = without_pods(job.min_resources)
+        need = job.min_resources.without(PODS)
         return (f"job is Pending: not yet admitted by enqueue ({total} pods, minMember {job.min_available}, "
                 f"minResources {need.format()})")
     msg = f"{waiting}/{total} tasks in gang unschedulable"

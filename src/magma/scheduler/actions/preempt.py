@@ -194,7 +194,7 @@ def preemption_candidate(ssn: Session, job: JobInfo, work: RunningWork | None = 
     alloc = work.figures.figure(job.queue, "allocated")
     if deserved is None or alloc is None:
         return False
-    need = reasons.gang_need(ssn, job) if job.tasks else reasons.without_pods(job.min_resources)
+    need = reasons.gang_need(ssn, job) if job.tasks else job.min_resources.without(PODS)
     if not _within(alloc._v, need._v, deserved._v):
         return False
     return any(q != job.queue for q in work.over)

@@ -337,8 +337,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   of it) is kept with the job's counts (`JobInfo.memo`: renewed when a task of the job changes status or the job's
   tasks change) under what the bounds read besides the job's tasks and fixed fields, when every bound says it
   (`job_bounds_key`: drf's preemptor job allocation, preemptor request and cluster total, which give the preemptor's
-  share; priority's preemptor job and its priority), the key standing as a small int token (never given to another
-  key; at most 64 keys per job). The tiers combine the bounds per job, so a job's pair does not depend on the others
+  share; priority's preemptor job and its priority), with the tiers' layout (which plugins' functions each tier
+  holds, with a bound or not: it decides how the bounds combine, and a scheduler may be given another
+  configuration), the key standing as a small int token (never given to another key; at most 64 keys per job). The tiers combine the bounds per job, so a job's pair does not depend on the others
   asked with it. A queue's running jobs are asked again for each waiting preemptor, session after session, with the
   same answers.
 """

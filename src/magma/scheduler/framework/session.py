@@ -512,23 +512,33 @@ class Session:
 
     def _bounds_tiers(self, point: str) -> list[list[Callable]]:
         """Per tier with functions (a tier without any never decides), the job bounds of those that have one."""
-        tiers = self._enabled_cache.get((point, "job_bounds"))
-        if tiers is None:
-            tiers = self._enabled_cache[(point, "job_bounds")] = [
-                [b for b in (getattr(fn, "job_bounds", None) for _, fn in tier) if b is not None]
-                for tier in self._enabled(point) if tier]
-        return tiers
+        return self._bounds_setup(point)[0]
+
+    def _bounds_setup(self, point: str) -> tuple[list[list[Callable]], list[Callable | None], tuple]:
+        """For the `point` vote, made once per session: `_bounds_tiers`; the `job_bounds_key` function of each bound
+        (None: it has none); and the tiers' layout (per tier, each function's plugin and whether it has a bound),
+        which decides how the bounds combine (`_job_bounds`)."""
+        got = self._enabled_cache.get((point, "job_bounds"))
+        if got is None:
+            tiers: list[list[Callable]] = []
+            keys: list[Callable | None] = []
+            layout = []
+            for tier in self._enabled(point):
+                if not tier:
+                    continue
+                bounds = [(getattr(fn, "job_bounds", None), fn) for _, fn in tier]
+                tiers.append([b for b, _ in bounds if b is not None])
+                keys.extend(getattr(fn, "job_bounds_key", None) for b, fn in bounds if b is not None)
+                layout.append(tuple((name, b is not None) for (name, _), (b, _) in zip(tier, bounds)))
+            got = self._enabled_cache[(point, "job_bounds")] = (tiers, keys, (point, tuple(layout)))
+        return got
 
     def _job_bounds_key(self, point: str, actor: TaskInfo) -> int | None:
-        """What the `point` vote's job bounds read besides each job's tasks and fixed fields, as a token, when every
-        bound says (an attribute `job_bounds_key(actor)` on its vote function, None: not for this actor); None
-        otherwise."""
-        fns = self._enabled_cache.get((point, "job_bounds_key"))
-        if fns is None:
-            fns = self._enabled_cache[(point, "job_bounds_key")] = [
-                getattr(fn, "job_bounds_key", None) for tier in self._enabled(point) for _, fn in tier
-                if getattr(fn, "job_bounds", None) is not None]
-        keys = [point]
+        """What the `point` vote's job bounds read besides each job's tasks and fixed fields, as a token: the tiers'
+        layout and each bound's own key (an attribute `job_bounds_key(actor)` on its vote function); None when a
+        bound has none or gives None for this actor."""
+        _, fns, layout = self._bounds_setup(point)
+        keys = [layout]
         for fn in fns:
             key = fn(actor) if fn is not None else None
             if key is None:

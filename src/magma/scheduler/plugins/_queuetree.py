@@ -100,7 +100,7 @@ def no_pods(res: Resources) -> Resources:
 
 
 def _no_pods(res: Resources) -> Resources:
-    return Resources(res).without(PODS)  # (a copy first: a vector given as a plain mapping)
+    return (res if isinstance(res, Resources) else Resources(res)).without(PODS)
 
 
 def capability_names(q: QueueInfo | None) -> set[str]:
