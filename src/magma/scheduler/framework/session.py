@@ -514,7 +514,7 @@ class Session:
         """Per tier with functions (a tier without any never decides), the job bounds of those that have one."""
         return self._bounds_setup(point)[0]
 
-    def _bounds_setup(self, point: str) -> tuple[list[list[Callable]], list[Callable | None], tuple]:
+    def _bounds_setup(self, point: str) -> tuple[list[list[Callable]], list[Callable | None], int]:
         """For the `point` vote, made once per session: `_bounds_tiers`; the `job_bounds_key` function of each bound
         (None: it has none); and the tiers' layout (per tier, each function's plugin and whether it has a bound),
         which decides how the bounds combine (`_job_bounds`)."""
@@ -530,7 +530,8 @@ class Session:
                 tiers.append([b for b, _ in bounds if b is not None])
                 keys.extend(getattr(fn, "job_bounds_key", None) for b, fn in bounds if b is not None)
                 layout.append(tuple((name, b is not None) for (name, _), (b, _) in zip(tier, bounds)))
-            got = self._enabled_cache[(point, "job_bounds")] = (tiers, keys, (point, tuple(layout)))
+            # (the layout as a token: hashed once per session, not at every key)
+            got = self._enabled_cache[(point, "job_bounds")] = (tiers, keys, _BOUNDS_TOKENS.of((point, tuple(layout))))
         return got
 
     def _job_bounds_key(self, point: str, actor: TaskInfo) -> int | None:
