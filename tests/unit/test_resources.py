@@ -61,3 +61,11 @@ def test_sidecar_init_containers_add_to_the_pod():
     })
     # setup runs beside the sidecar: 2.5; afterwards app + sidecar: 1.5
     assert pod.spec.request() == Resources.of(cpu="2500m")
+
+
+def test_without_drops_one_resource_and_keeps_a_vector_without_it():
+    r = Resources.parse({"cpu": "2", "pods": 3, "nvidia.com/gpu": 1})
+    less = r.without("pods")
+    assert dict(less.items()) == {"cpu": 2000, GPU: 1000}
+    assert "pods" in r  # (vectors never change)
+    assert less.without("pods") is less  # nothing to drop: the vector itself
