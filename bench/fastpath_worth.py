@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine  # noqa: E402
-from simulator_week import scenario_paths  # noqa: E402
+from simulator_week import scenario_paths, workload_args  # noqa: E402
 
 from magma.scheduler.framework import fastpath  # noqa: E402
 from magma.sim.runner import Simulation  # noqa: E402
@@ -47,9 +47,7 @@ def main(argv=None) -> int:
     p.add_argument("--switches", help="comma-separated switches to measure one by one (default: every switch)")
     p.add_argument("--group", help="comma-separated switches to turn off together")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--jobs", type=int, default=1430)
-    p.add_argument("--days", type=float, default=1.0)
-    p.add_argument("--emergency-every", type=float, default=12.0)
+    workload_args(p, jobs=1430, days=1.0)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     known = set(fastpath._NAMES)

@@ -94,6 +94,13 @@ def workload(args) -> str:
     return "".join(out)
 
 
+def workload_args(p: argparse.ArgumentParser, jobs: int, days: float) -> None:
+    """The options `workload` reads but `--seed` (bench/common.py's `common_args` has it)."""
+    p.add_argument("--jobs", type=int, default=jobs)
+    p.add_argument("--days", type=float, default=days)
+    p.add_argument("--emergency-every", type=float, default=12.0, help="hours between emergency jobs (0: none)")
+
+
 def scenario_paths(args, tmp: Path) -> list[Path]:
     """The seed cluster's files and the workload (written into `tmp`): what `magma simulate` would be given."""
     path = tmp / "synthetic-jobs.yaml"
@@ -112,9 +119,7 @@ def session_parts(trace) -> dict[str, float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--jobs", type=int, default=10000)
-    p.add_argument("--days", type=float, default=7.0)
-    p.add_argument("--emergency-every", type=float, default=12.0, help="hours between emergency jobs (0: none)")
+    workload_args(p, jobs=10000, days=7.0)
     p.add_argument("--period", type=float, default=1.0, help="session period in seconds (default 1)")
     p.add_argument("--json-out", help="write the simulation result (magma simulate --json's contract) to this path")
     common_args(p)

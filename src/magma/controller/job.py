@@ -473,7 +473,6 @@ class _Ctx:
     state: ClusterState
     now: float
     pods: dict[str, Pod]  # this job's pods by name, kept current across our own writes (read-only on light syncs)
-    pg_key: str  # the key of the job's PodGroup (its name holds the job's uid)
     writes: int = 0
     new_requests: list[Request] = field(default_factory=list)
     cause: tuple[str, str] | None = None  # (reason, message) for the phase change an action makes
@@ -490,6 +489,11 @@ class _Ctx:
 
     def task_pods(self, task: str) -> list[Pod]:
         return [p for p in self.pods.values() if task_of(p) == task]
+
+    @property
+    def pg_key(self) -> str:
+        """The key of the job's PodGroup (its name holds the job's uid, which `_prepare` may give it)."""
+        return _podgroup_key(self.job)
 
 
 def _has_plugin_objects(st: _St) -> bool:
@@ -951,9 +955,8 @@ class JobController:
         if job.metadata.deletion_timestamp is not None:
             self._still.discard(key)
             return True
-        uid = job.metadata.uid
         # (the light syncs read no pods; read-only, as the job index hands the same dict out again)
-        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=MappingProxyType(pods), pg_key=_podgroup_key(job))
+        ctx = _Ctx(job=job, key=key, state=state, now=now, pods=MappingProxyType(pods))
         if timer:
             self._podgroup_pending_event(ctx)
             self._ttl(ctx)
@@ -963,8 +966,6 @@ class JobController:
             return True
         ctx.pods = dict(pods)  # its own, kept current across its writes
         self._prepare(job, now)
-        if job.metadata.uid != uid:  # given a uid just now
-            ctx.pg_key = _podgroup_key(job)
         self._known_uids.add(job.metadata.uid or "")
         self._known_since.add(job.metadata.uid or "")
 
@@ -1709,8 +1710,7 @@ class JobController:
         out = Resources()
 
         def req(t: TaskSpec) -> Resources:
-            r = t.template.spec.request()
-            return Resources({k: v for k, v in r.items() if k != PODS})
+            return t.template.spec.request().without(PODS)
 
         if need < total_task_min:
             count = need

@@ -191,7 +191,7 @@ def gang_need(ssn: Session, job: JobInfo, task: TaskInfo | None = None) -> Resou
     tasks' statuses and minAvailable: kept with the job's counts (`JobInfo.memo`) for the sessions it waits."""
     summed = job.memo(("reasons.gang_need", job.min_available), _whole_need)
     if summed is None:  # some of the waiting tasks, the first in TaskOrder
-        summed = _gang_sum(job, ssn.sorted_tasks(_waiting(job)))
+        summed = _gang_sum(ssn.sorted_tasks(_waiting(job))[:_missing(job)])
     empty, need = summed
     if task is not None and empty:
         return task.resreq.without(PODS)
@@ -204,19 +204,19 @@ def _waiting(job: JobInfo) -> list[TaskInfo]:
 
 def _whole_need(job: JobInfo) -> tuple[bool, Resources] | None:
     """`_gang_sum` of the job's waiting tasks when every one or none is missing; None when it takes some of them."""
-    waiting = _waiting(job)
-    if 0 < _missing(job) < len(waiting):
+    waiting, missing = _waiting(job), _missing(job)
+    if 0 < missing < len(waiting):
         return None
-    return _gang_sum(job, waiting)
+    return _gang_sum(waiting[:missing])
 
 
 def _missing(job: JobInfo) -> int:
     return max(job.min_available - job.count(_BOUND) - job.count(_PIPELINED), 0)
 
 
-def _gang_sum(job: JobInfo, waiting: list[TaskInfo]) -> tuple[bool, Resources]:
-    """(whether the first missing ones of `waiting` ask for nothing at all, what they ask for but pods)."""
-    need = Resources.sum(t.resreq for t in waiting[:_missing(job)])
+def _gang_sum(missing: list[TaskInfo]) -> tuple[bool, Resources]:
+    """(whether the `missing` tasks ask for nothing at all, what they ask for but pods)."""
+    need = Resources.sum(t.resreq for t in missing)
     return need.is_empty(), need.without(PODS)
 
 

@@ -201,14 +201,22 @@ class _Running:
         """The earliest end of the started units' work when it is after `now` (inf: no unit started), from the heap
         of ends (every started unit has its end there, `step` leaves a current one on top); None: not known so,
         the caller looks at every started unit."""
-        started = self.kubelet.work.started
-        if not self.ends:
-            return None if started else math.inf
-        end, unit = self.ends[0]
-        s = started.get(unit)
-        if s is None or s + self.kubelet.durations[unit] != end or end <= now:
-            return None
-        return end
+        end = self._current_end()
+        if end is None:
+            return None if self.kubelet.work.started else math.inf
+        return end if end > now else None
+
+    def _current_end(self) -> float | None:
+        """The top of the heap of ends once the entries of units ended or started again since are dropped (None: no
+        entry left)."""
+        ends, started, durations = self.ends, self.kubelet.work.started, self.kubelet.durations
+        while ends:
+            end, unit = ends[0]
+            s = started.get(unit)
+            if s is not None and s + durations[unit] == end:
+                return end
+            heapq.heappop(ends)
+        return None
 
     def refresh(self) -> None:
         if self.cluster.version == self.version:
@@ -330,12 +338,6 @@ class _Running:
                 changed = True
         # the started units may have changed: their earliest end, a little early so that rounding never hides one
         # (the test above is the exact one)
-        ends, started_at = self.ends, work.started
-        while ends:
-            end, unit = ends[0]
-            s = started_at.get(unit)
-            if s is not None and s + durations[unit] == end:
-                break
-            heapq.heappop(ends)
-        self.next_end = ends[0][0] - 1e-6 * max(1.0, abs(now)) if ends else math.inf
+        end = self._current_end()
+        self.next_end = end - 1e-6 * max(1.0, abs(now)) if end is not None else math.inf
         return changed

@@ -339,9 +339,9 @@ test_fast_paths.py). The switches exist for those tests and for measuring; nothi
   (`job_bounds_key`: drf's preemptor job allocation, preemptor request and cluster total, which give the preemptor's
   share; priority's preemptor job and its priority), with the tiers' layout (which plugins' functions each tier
   holds, with a bound or not: it decides how the bounds combine, and a scheduler may be given another
-  configuration), the key standing as a small int token (never given to another key; at most 64 keys per job). The tiers combine the bounds per job, so a job's pair does not depend on the others
-  asked with it. A queue's running jobs are asked again for each waiting preemptor, session after session, with the
-  same answers.
+  configuration), the key standing as a small int token (never given to another key; at most 64 keys per job).
+  The tiers combine the bounds per job, so a job's pair does not depend on the others asked with it. A queue's
+  running jobs are asked again for each waiting preemptor, session after session, with the same answers.
 """
 
 from __future__ import annotations

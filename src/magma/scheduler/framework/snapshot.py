@@ -153,7 +153,7 @@ def _build(state: ClusterState, names: set[str], job_cls: type[JobInfo] = JobInf
             name=n.name, index=table.row[n.name], labels=dict(n.labels), taints=list(n.spec.taints),
             unschedulable=n.spec.unschedulable, allocatable=alloc, annotations=dict(n.annotations),
         )
-    snap.total = Resources({k: v for k, v in table.total().items() if k != PODS})
+    snap.total = table.total().without(PODS)
 
     # Jobs from PodGroups whose queue exists.
     by_key: dict[str, JobInfo] = {}
@@ -303,8 +303,7 @@ def _task(p: Pod, job: JobInfo | None, status: TaskStatus, req: Resources, pcs: 
         job=job.uid if job else "",
         role=a.get(TASK_SPEC_ANNOTATION, ""),
         index=int(m.group(1)) if m else 0,
-        resreq=kept.resreq if kept is not None else (
-            Resources._of({k: v for k, v in req.items() if k != PODS}) if PODS in req else req),
+        resreq=kept.resreq if kept is not None else req.without(PODS),
         status=status,
         node=spec.node_name if status is not TaskStatus.PENDING else None,
         priority=priority,
